@@ -1,0 +1,72 @@
+"""What a backend claims, and the handle the suite uses to build it.
+
+A backend is certified only for what it declares. The suite reads these claims to decide, test by
+test, whether a property applies; a property that does not apply is skipped with the claim it
+lacks as its reason, and the run ends with a list of every such skip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from conformance.interface import HiCacheStorageConfig, PoolHitPolicy, PoolName
+
+ALL_LAYOUTS = frozenset({"layer_first", "page_first", "page_first_direct"})
+SIDE_POOLS = frozenset(p for p in PoolName if p is not PoolName.KV)
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """Claims a backend makes about itself.
+
+    ``io_modes`` maps a mode name to the ``extra_config`` that selects it; the suite crosses the
+    alignment property with every mode, and ``--backend-mode`` runs the whole suite in one.
+    ``direct_io_modes`` names those that use O_DIRECT, where misaligned memory must be staged.
+    ``reports_transfer_mode`` promises ``backend.transfer_mode(pool) -> "zero_copy" | "staged"``;
+    ``enumerates_objects`` promises ``backend.stored_object_count() -> int``.
+    """
+
+    v1_kv: bool = True
+    kv_through_v2: bool = False
+    side_pools: frozenset[PoolName] = frozenset()
+    layouts: frozenset[str] = ALL_LAYOUTS
+    hit_policies: frozenset[PoolHitPolicy] = frozenset()
+    persistence: bool = False
+    concurrent: bool = False
+    reports_transfer_mode: bool = False
+    enumerates_objects: bool = False
+    io_modes: Mapping[str, Mapping[str, Any]] = field(
+        default_factory=lambda: {"default": {}}
+    )
+    direct_io_modes: frozenset[str] = frozenset()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "v1_kv": self.v1_kv,
+            "kv_through_v2": self.kv_through_v2,
+            "side_pools": sorted(str(p) for p in self.side_pools),
+            "layouts": sorted(self.layouts),
+            "hit_policies": sorted(str(h.value) for h in self.hit_policies),
+            "persistence": self.persistence,
+            "concurrent": self.concurrent,
+            "reports_transfer_mode": self.reports_transfer_mode,
+            "enumerates_objects": self.enumerates_objects,
+            "io_modes": sorted(self.io_modes),
+            "direct_io_modes": sorted(self.direct_io_modes),
+        }
+
+
+Factory = Callable[[HiCacheStorageConfig, Path], Any]
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """A named backend: how to build one on a storage location, and what it claims."""
+
+    name: str
+    factory: Factory
+    capabilities: Capabilities
+    version: str = "unknown"

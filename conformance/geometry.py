@@ -1,0 +1,148 @@
+"""Turn the shipped model geometries into host-pool doubles.
+
+A geometry fixes the shapes; the suite still chooses the layout, the base-pointer alignment and
+the number of pages, because those are what a backend must cope with.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+import fixtures
+from conformance.hostpools import (
+    DSAIndexerHostPool,
+    HostPoolDouble,
+    MambaHostPool,
+    MHAHostPool,
+    MLAHostPool,
+    MultiRegionHostPool,
+)
+from conformance.interface import PoolHitPolicy, PoolName
+
+KV_LAYOUTS = ("layer_first", "page_first", "page_first_direct")
+
+
+def dtype_named(name: str) -> torch.dtype:
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"unknown dtype {name!r}")
+    return dtype
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    """One pool of a model: its name, kind, hit policy and the shape arguments of its double."""
+
+    name: PoolName
+    kind: str
+    hit_policy: PoolHitPolicy
+    params: dict[str, Any] = field(hash=False)
+
+    @property
+    def layouts(self) -> tuple[str, ...]:
+        return KV_LAYOUTS if self.kind in ("mha", "mla") else ("page_first", "page_first_direct")
+
+    @property
+    def block_pages(self) -> int:
+        return int(self.params.get("block_pages", 0))
+
+    @property
+    def group_pages(self) -> int:
+        return int(self.params.get("group_pages", 0))
+
+    def build(self, *, layout: str, misalign: int = 0, page_num: int = 8) -> HostPoolDouble:
+        """A fresh double of this pool, filled with a recognisable byte so stray writes show."""
+        p = self.params
+        pool: HostPoolDouble
+        if self.kind == "mha":
+            pool = MHAHostPool(
+                layer_num=p["layer_num"],
+                head_num=p["head_num"],
+                head_dim=p["head_dim"],
+                page_size=p["page_size"],
+                page_num=page_num,
+                dtype=dtype_named(p["dtype"]),
+                layout=layout,
+                misalign=misalign,
+            )
+        elif self.kind == "mla":
+            pool = MLAHostPool(
+                layer_num=p["layer_num"],
+                kv_cache_dim=p["kv_cache_dim"],
+                page_size=p["page_size"],
+                page_num=page_num,
+                dtype=dtype_named(p["dtype"]),
+                layout=layout,
+                misalign=misalign,
+            )
+        elif self.kind == "mamba":
+            pool = MambaHostPool(
+                num_layers=p["num_layers"],
+                temporal_shape=p["temporal_shape"],
+                conv_shapes=p["conv_shapes"],
+                size=page_num,
+                layout=layout,
+                temporal_dtype=dtype_named(p["temporal_dtype"]),
+                conv_dtype=dtype_named(p["conv_dtype"]),
+                misalign=misalign,
+            )
+        elif self.kind == "dsa_indexer":
+            pool = DSAIndexerHostPool(
+                layer_num=p["layer_num"],
+                index_head_dim=p["index_head_dim"],
+                page_size=p["page_size"],
+                page_num=page_num,
+                store_dtype=dtype_named(p["store_dtype"]),
+                layout=layout,
+                misalign=misalign,
+            )
+        elif self.kind == "multi_region":
+            pool = MultiRegionHostPool(
+                regions=[(dtype_named(d), shape) for d, shape in p["regions"]],
+                page_size=p["page_size"],
+                page_num=page_num,
+                dtype=dtype_named(p["dtype"]),
+                layout=layout,
+                misalign=misalign,
+            )
+        else:
+            raise ValueError(f"unknown pool kind {self.kind!r}")
+        pool.fill(0xA5)
+        return pool
+
+
+@dataclass(frozen=True)
+class ModelGeometry:
+    family: str
+    model: str
+    is_mla: bool
+    pools: tuple[PoolSpec, ...]
+
+    @property
+    def kv(self) -> PoolSpec:
+        return next(p for p in self.pools if p.name is PoolName.KV)
+
+    @property
+    def side_pools(self) -> tuple[PoolSpec, ...]:
+        return tuple(p for p in self.pools if p.name is not PoolName.KV)
+
+
+def load_geometry(family: str) -> ModelGeometry:
+    raw = fixtures.load_model(family)
+    pools = tuple(
+        PoolSpec(
+            name=PoolName(entry["name"]),
+            kind=entry["kind"],
+            hit_policy=PoolHitPolicy(entry.get("hit_policy", "all_pages")),
+            params={k: v for k, v in entry.items() if k not in ("name", "kind", "hit_policy")},
+        )
+        for entry in raw["pools"]
+    )
+    return ModelGeometry(raw["family"], raw["model"], bool(raw["is_mla"]), pools)
+
+
+def all_geometries() -> list[ModelGeometry]:
+    return [load_geometry(f) for f in fixtures.model_families()]

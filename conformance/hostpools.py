@@ -1,0 +1,413 @@
+"""In-process doubles of SGLang's host pools, with their real memory layouts.
+
+A storage backend only sees a host pool through a handful of members (``page_size``, ``size``,
+``dtype``, ``layout``, ``get_page_buffer_meta``, ``get_data_page``, ``get_dummy_flat_data_page``,
+``set_from_flat_data_page``, ``is_stride_page_aligned``). These doubles expose exactly that surface
+over CPU tensors laid out as SGLang lays them out, so zero-copy pointers and flat pages mean what
+they mean in production. Their own extras (``page_regions``, ``segments``, ``backing``) are for the
+suite: they let it write bit patterns into a page and watch every byte of the pool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+ALIGNMENT = 4096
+MISALIGNMENT = 64
+"""Offset used for "misaligned" pools: legal for every dtype, never a multiple of 512."""
+
+
+def aligned_empty(
+    shape: Sequence[int], dtype: torch.dtype, misalign: int = 0, alignment: int = ALIGNMENT
+) -> torch.Tensor:
+    """A tensor whose first byte sits ``misalign`` bytes past an ``alignment`` boundary.
+
+    The torch CPU allocator promises 64 bytes only, so over-allocate and slice.
+    """
+    nbytes = dtype.itemsize
+    for dim in shape:
+        nbytes *= dim
+    raw = torch.empty(nbytes + 2 * alignment, dtype=torch.uint8)
+    start = (misalign - raw.data_ptr()) % alignment
+    return raw[start : start + nbytes].view(dtype).reshape(tuple(shape))
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A run of ``nbytes`` bytes inside a page region that holds elements of ``dtype``."""
+
+    dtype: torch.dtype
+    nbytes: int
+
+
+class HostPoolDouble:
+    """Common machinery: a pool is a set of backing tensors and, per page, a list of regions.
+
+    Subclasses define ``_page_regions(index)`` (typed tensor views, in ``get_page_buffer_meta``
+    order) and the flat-page codec; everything else follows from those.
+    """
+
+    kind = "generic"
+    page_size: int
+    size: int
+    dtype: torch.dtype
+    layout: str
+    misalign: int
+
+    def backing(self) -> list[torch.Tensor]:
+        """Every tensor that holds the pool's memory."""
+        raise NotImplementedError
+
+    def _page_regions(self, index: int) -> list[torch.Tensor]:
+        raise NotImplementedError
+
+    def segments(self) -> list[list[Segment]]:
+        """Per region of a page, the typed runs that tile it (for bit-pattern generation)."""
+        return [[Segment(r.dtype, r.numel() * r.element_size())] for r in self._page_regions(0)]
+
+    @property
+    def page_num(self) -> int:
+        return self.size // self.page_size
+
+    # -- the suite's view -------------------------------------------------------------------
+
+    def page_regions(self, index: int) -> list[torch.Tensor]:
+        """The page's regions as uint8 views of pool memory."""
+        self._check_index(index)
+        return [r.view(torch.uint8).reshape(-1) for r in self._page_regions(index)]
+
+    def page_nbytes(self) -> int:
+        return sum(r.numel() for r in self.page_regions(0))
+
+    def read_page(self, index: int) -> bytes:
+        return b"".join(r.numpy().tobytes() for r in self.page_regions(index))
+
+    def write_page(self, index: int, data: bytes) -> None:
+        regions = self.page_regions(index)
+        if len(data) != sum(r.numel() for r in regions):
+            raise ValueError("page payload has the wrong length")
+        start = 0
+        for region in regions:
+            n = region.numel()
+            region.copy_(torch.frombuffer(bytearray(data[start : start + n]), dtype=torch.uint8))
+            start += n
+
+    def snapshot(self) -> list[bytes]:
+        """Every byte of the pool, for canary checks."""
+        return [t.view(torch.uint8).reshape(-1).numpy().tobytes() for t in self.backing()]
+
+    def fill(self, byte: int) -> None:
+        for t in self.backing():
+            t.view(torch.uint8).fill_(byte)
+
+    def _check_index(self, index: int) -> None:
+        if not 0 <= index < self.size or index % self.page_size:
+            raise IndexError(f"{index} is not a page start of a pool of {self.size} slots")
+
+    # -- SGLang's surface -------------------------------------------------------------------
+
+    def get_page_buffer_meta(self, indices: torch.Tensor) -> tuple[list[int], list[int]]:
+        """Raw addresses and byte lengths of every region of every page in ``indices``."""
+        flat = indices.tolist()
+        if len(flat) % self.page_size:
+            raise ValueError("indices must cover whole pages")
+        ptrs: list[int] = []
+        sizes: list[int] = []
+        for i in range(0, len(flat), self.page_size):
+            for region in self._page_regions(int(flat[i])):
+                ptrs.append(region.data_ptr())
+                sizes.append(region.numel() * region.element_size())
+        return ptrs, sizes
+
+    def get_data_page(self, index: int, flat: bool = True) -> torch.Tensor:
+        page = torch.cat([r.view(torch.uint8).reshape(-1) for r in self._page_regions(index)])
+        return page if flat else page.reshape(1, -1)
+
+    def get_dummy_flat_data_page(self) -> torch.Tensor:
+        return torch.zeros(self.page_nbytes(), dtype=torch.uint8)
+
+    def set_from_flat_data_page(self, index: int, data_page: torch.Tensor) -> None:
+        flat = data_page.contiguous().view(torch.uint8).reshape(-1)
+        start = 0
+        for region in self._page_regions(index):
+            target = region.view(torch.uint8).reshape(-1)
+            target.copy_(flat[start : start + target.numel()])
+            start += target.numel()
+        if start != flat.numel():
+            raise ValueError(f"flat page has {flat.numel()} bytes, expected {start}")
+
+    def is_stride_page_aligned(self, page_size_bytes: int = 4096) -> bool:
+        """True when every region of every page starts on a ``page_size_bytes`` boundary."""
+        for index in (0, self.page_size) if self.page_num > 1 else (0,):
+            for region in self._page_regions(index):
+                if region.data_ptr() % page_size_bytes:
+                    return False
+                if (region.numel() * region.element_size()) % page_size_bytes:
+                    return False
+        return self.layout in ("page_first", "page_first_direct")
+
+    def describe(self) -> str:
+        return (
+            f"{type(self).__name__}(layout={self.layout}, page_size={self.page_size}, "
+            f"pages={self.page_num}, page_bytes={self.page_nbytes()}, misalign={self.misalign})"
+        )
+
+
+class MHAHostPool(HostPoolDouble):
+    """``MHATokenToKVPoolHost``: one buffer with a K half and a V half."""
+
+    kind = "mha"
+
+    def __init__(
+        self,
+        *,
+        layer_num: int,
+        head_num: int,
+        head_dim: int,
+        page_size: int,
+        page_num: int,
+        dtype: torch.dtype,
+        layout: str,
+        misalign: int = 0,
+    ) -> None:
+        self.layer_num, self.head_num, self.head_dim = layer_num, head_num, head_dim
+        self.page_size, self.size, self.dtype, self.layout = (
+            page_size,
+            page_size * page_num,
+            dtype,
+            layout,
+        )
+        self.misalign = misalign
+        dims: tuple[int, ...]
+        if layout == "layer_first":
+            dims = (2, layer_num, self.size, head_num, head_dim)
+        elif layout == "page_first":
+            dims = (2, self.size, layer_num, head_num, head_dim)
+        elif layout == "page_first_direct":
+            dims = (2, page_num, layer_num, page_size, head_num, head_dim)
+        else:
+            raise ValueError(f"unsupported MHA layout {layout!r}")
+        self.kv_buffer = aligned_empty(dims, dtype, misalign)
+
+    def backing(self) -> list[torch.Tensor]:
+        return [self.kv_buffer]
+
+    def _page_regions(self, index: int) -> list[torch.Tensor]:
+        ps = self.page_size
+        if self.layout == "layer_first":
+            return [
+                self.kv_buffer[kv, layer, index : index + ps]
+                for layer in range(self.layer_num)
+                for kv in (0, 1)
+            ]
+        if self.layout == "page_first":
+            return [self.kv_buffer[kv, index : index + ps] for kv in (0, 1)]
+        return [self.kv_buffer[kv, index // ps] for kv in (0, 1)]
+
+    def _flat_view(self, index: int) -> torch.Tensor:
+        ps = self.page_size
+        if self.layout == "layer_first":
+            return self.kv_buffer[:, :, index : index + ps]
+        if self.layout == "page_first":
+            return self.kv_buffer[:, index : index + ps]
+        return self.kv_buffer[:, index // ps : index // ps + 1]
+
+    def get_data_page(self, index: int, flat: bool = True) -> torch.Tensor:
+        page = self._flat_view(index)
+        return page.flatten() if flat else page
+
+    def get_dummy_flat_data_page(self) -> torch.Tensor:
+        shape = (2, self.layer_num, self.page_size, self.head_num, self.head_dim)
+        return torch.zeros(shape, dtype=self.dtype).flatten()
+
+    def set_from_flat_data_page(self, index: int, data_page: torch.Tensor) -> None:
+        target = self._flat_view(index)
+        target.copy_(data_page.reshape(target.shape))
+
+
+class MLAHostPool(HostPoolDouble):
+    """``MLATokenToKVPoolHost``: one latent buffer, no V half."""
+
+    kind = "mla"
+
+    def __init__(
+        self,
+        *,
+        layer_num: int,
+        kv_cache_dim: int,
+        page_size: int,
+        page_num: int,
+        dtype: torch.dtype,
+        layout: str,
+        misalign: int = 0,
+    ) -> None:
+        self.layer_num, self.kv_cache_dim = layer_num, kv_cache_dim
+        self.page_size, self.size, self.dtype, self.layout = (
+            page_size,
+            page_size * page_num,
+            dtype,
+            layout,
+        )
+        self.misalign = misalign
+        dims: tuple[int, ...]
+        if layout == "layer_first":
+            dims = (layer_num, self.size, 1, kv_cache_dim)
+        elif layout == "page_first":
+            dims = (self.size, layer_num, 1, kv_cache_dim)
+        elif layout == "page_first_direct":
+            dims = (page_num, layer_num, page_size, 1, kv_cache_dim)
+        else:
+            raise ValueError(f"unsupported MLA layout {layout!r}")
+        self.kv_buffer = aligned_empty(dims, dtype, misalign)
+
+    def backing(self) -> list[torch.Tensor]:
+        return [self.kv_buffer]
+
+    def _page_regions(self, index: int) -> list[torch.Tensor]:
+        ps = self.page_size
+        if self.layout == "layer_first":
+            return [self.kv_buffer[layer, index : index + ps] for layer in range(self.layer_num)]
+        if self.layout == "page_first":
+            return [self.kv_buffer[index : index + ps]]
+        return [self.kv_buffer[index // ps]]
+
+    def _flat_view(self, index: int) -> torch.Tensor:
+        ps = self.page_size
+        if self.layout == "layer_first":
+            return self.kv_buffer[:, index : index + ps]
+        if self.layout == "page_first":
+            return self.kv_buffer[index : index + ps]
+        return self.kv_buffer[index // ps : index // ps + 1]
+
+    def get_data_page(self, index: int, flat: bool = True) -> torch.Tensor:
+        page = self._flat_view(index)
+        return page.flatten() if flat else page
+
+    def get_dummy_flat_data_page(self) -> torch.Tensor:
+        shape = (self.layer_num, self.page_size, 1, self.kv_cache_dim)
+        return torch.zeros(shape, dtype=self.dtype).flatten()
+
+    def set_from_flat_data_page(self, index: int, data_page: torch.Tensor) -> None:
+        target = self._flat_view(index)
+        target.copy_(data_page.reshape(target.shape))
+
+
+class MambaHostPool(HostPoolDouble):
+    """``MambaPoolHost``: one slot a page; fp32 temporal state plus bf16 conv states.
+
+    Its flat page is the uint8 serialisation of temporal then conv_0..N-1, and its ``dtype`` is
+    the conv dtype, as upstream's: a backend that stages in ``dtype`` converts values.
+    """
+
+    kind = "mamba"
+
+    def __init__(
+        self,
+        *,
+        num_layers: int,
+        temporal_shape: Sequence[int],
+        conv_shapes: Sequence[Sequence[int]],
+        size: int,
+        layout: str = "page_first",
+        temporal_dtype: torch.dtype = torch.float32,
+        conv_dtype: torch.dtype = torch.bfloat16,
+        misalign: int = 0,
+    ) -> None:
+        if layout not in ("page_first", "page_first_direct"):
+            raise ValueError("Mamba host pools accept only the page_first layouts")
+        self.page_size, self.size, self.layout = 1, size, layout
+        self.dtype = conv_dtype
+        self.misalign = misalign
+        self.temporal_buffer = aligned_empty(
+            (size, num_layers, 1, *temporal_shape), temporal_dtype, misalign
+        )
+        self.conv_buffer = [
+            aligned_empty((size, num_layers, 1, *shape), conv_dtype, misalign)
+            for shape in conv_shapes
+        ]
+
+    def backing(self) -> list[torch.Tensor]:
+        return [self.temporal_buffer, *self.conv_buffer]
+
+    def _page_regions(self, index: int) -> list[torch.Tensor]:
+        return [buf[index] for buf in self.backing()]
+
+
+class DSAIndexerHostPool(HostPoolDouble):
+    """The DSA indexer host pool: per page and layer, fp8 keys then their fp32 block scales.
+
+    The buffer is uint8 (``indexer_dtype``) while ``dtype`` is the KV store dtype.
+    """
+
+    kind = "dsa_indexer"
+    SCALE_BLOCK = 128
+
+    def __init__(
+        self,
+        *,
+        layer_num: int,
+        index_head_dim: int,
+        page_size: int,
+        page_num: int,
+        store_dtype: torch.dtype,
+        layout: str = "page_first",
+        misalign: int = 0,
+    ) -> None:
+        if layout not in ("page_first", "page_first_direct"):
+            raise ValueError("the DSA indexer pool stores pages page-first")
+        self.layer_num, self.index_head_dim = layer_num, index_head_dim
+        self.page_size, self.size, self.layout = page_size, page_size * page_num, layout
+        self.dtype = store_dtype
+        self.misalign = misalign
+        self.payload_bytes = page_size * index_head_dim
+        self.scale_bytes = page_size * (index_head_dim // self.SCALE_BLOCK) * 4
+        self.stride = self.payload_bytes + self.scale_bytes
+        self.buffer = aligned_empty((page_num, layer_num, 1, self.stride), torch.uint8, misalign)
+
+    def backing(self) -> list[torch.Tensor]:
+        return [self.buffer]
+
+    def _page_regions(self, index: int) -> list[torch.Tensor]:
+        return [self.buffer[index // self.page_size]]
+
+    def segments(self) -> list[list[Segment]]:
+        per_layer = [
+            Segment(torch.float8_e4m3fn, self.payload_bytes),
+            Segment(torch.float32, self.scale_bytes),
+        ]
+        return [per_layer * self.layer_num]
+
+
+class MultiRegionHostPool(HostPoolDouble):
+    """A generic side pool (SWA, DeepSeek-V4 compressed pools): N regions a page, mixed dtypes."""
+
+    kind = "multi_region"
+
+    def __init__(
+        self,
+        *,
+        regions: Sequence[tuple[torch.dtype, Sequence[int]]],
+        page_size: int,
+        page_num: int,
+        dtype: torch.dtype | None = None,
+        layout: str = "page_first",
+        misalign: int = 0,
+    ) -> None:
+        if not regions:
+            raise ValueError("a side pool needs at least one region")
+        self.page_size, self.size, self.layout = page_size, page_size * page_num, layout
+        self.dtype = dtype if dtype is not None else regions[0][0]
+        self.misalign = misalign
+        self.buffers = [
+            aligned_empty((page_num, *shape), region_dtype, misalign)
+            for region_dtype, shape in regions
+        ]
+
+    def backing(self) -> list[torch.Tensor]:
+        return list(self.buffers)
+
+    def _page_regions(self, index: int) -> list[torch.Tensor]:
+        return [buf[index // self.page_size] for buf in self.buffers]

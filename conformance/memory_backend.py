@@ -1,0 +1,198 @@
+"""A small, correct in-memory backend: the suite's model implementation and a quick target.
+
+It keeps each page as the raw bytes of the pool's flat page, keyed by a tuple that cannot
+collide: (config scope, pool, key). Instances built on the same storage location share one
+store, so the suite can restart it or add a second TP rank within a process.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from conformance.capabilities import SIDE_POOLS, BackendSpec, Capabilities
+from conformance.interface import (
+    HiCacheStorageConfig,
+    HiCacheStorageExtraInfo,
+    PoolHitPolicy,
+    PoolName,
+    PoolTransfer,
+    PoolTransferResult,
+)
+from conformance.oracle import expected_exists_v2, leading_run
+
+ObjectName = tuple[Any, ...]
+
+_STORES: dict[str, dict[ObjectName, bytes]] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def page_starts(pool: Any, keys: Any, host_indices: Any) -> list[int] | None:
+    """First slot of each page, or None when the request is malformed.
+
+    Shared by the in-memory and reference backends: both refuse the same inputs.
+    """
+    if not isinstance(keys, list) or not all(isinstance(k, str) and k for k in keys):
+        return None
+    if any("\x00" in k for k in keys) or len(set(keys)) != len(keys):
+        return None
+    if not isinstance(host_indices, torch.Tensor) or host_indices.dim() != 1:
+        return None
+    if host_indices.dtype not in (torch.int64, torch.int32):
+        return None
+    page_size = int(pool.page_size)
+    if host_indices.numel() != len(keys) * page_size:
+        return None
+    starts = [int(i) for i in host_indices[::page_size].tolist()]
+    if any(s < 0 or s + page_size > int(pool.size) or s % page_size for s in starts):
+        return None
+    return starts
+
+
+class MemoryBackend:
+    """HiCache v2 storage in a process-wide dictionary."""
+
+    def __init__(self, config: HiCacheStorageConfig, storage_dir: Path) -> None:
+        self.config = config
+        with _STORES_LOCK:
+            self._store = _STORES.setdefault(str(storage_dir), {})
+        self._lock = threading.Lock()
+        self.registered_pools: dict[str, Any] = {}
+
+    # -- registration ------------------------------------------------------------------------
+
+    def register_mem_pool_host(self, mem_pool_host: Any) -> None:
+        self.registered_pools[str(PoolName.KV)] = mem_pool_host
+
+    def register_mem_host_pool_v2(self, host_pool: Any, host_pool_name: PoolName) -> None:
+        self.registered_pools[str(host_pool_name)] = host_pool
+
+    def on_host_pools_registered(self) -> None:
+        """Nothing to finalise: the store needs no up-front geometry."""
+
+    # -- naming ------------------------------------------------------------------------------
+
+    def object_name(self, pool_name: str, key: str) -> ObjectName:
+        """MLA state is replicated across TP ranks, except Mamba state, which is always sharded."""
+        c = self.config
+        scope: tuple[Any, ...] = (c.model_name, c.pp_rank, c.pp_size, c.attn_cp_rank, c.attn_cp_size)
+        if not c.is_mla_model or pool_name == str(PoolName.MAMBA):
+            scope += (c.tp_rank, c.tp_size)
+        return (scope, pool_name, key)
+
+    # -- page codec --------------------------------------------------------------------------
+
+    def capture(self, pool: Any, start: int) -> bytes:
+        page = pool.get_data_page(start, flat=True).contiguous()
+        return bytes(page.view(torch.uint8).numpy().tobytes())
+
+    def restore(self, pool: Any, start: int, data: bytes) -> bool:
+        page = pool.get_dummy_flat_data_page()
+        raw = page.view(torch.uint8)
+        if raw.numel() != len(data):
+            return False
+        raw.copy_(torch.frombuffer(bytearray(data), dtype=torch.uint8))
+        pool.set_from_flat_data_page(start, page)
+        return True
+
+    # -- the store ---------------------------------------------------------------------------
+
+    def present(self, pool_name: str, key: str) -> bool:
+        return self.object_name(pool_name, key) in self._store
+
+    def _set(self, pool_name: str, keys: Any, host_indices: Any) -> list[bool]:
+        pool = self.registered_pools.get(pool_name)
+        starts = None if pool is None else page_starts(pool, keys, host_indices)
+        if starts is None:
+            return [False] * (len(keys) if isinstance(keys, list) else 0)
+        pages = [self.capture(pool, s) for s in starts]
+        with self._lock:
+            for key, page in zip(keys, pages):
+                self._store[self.object_name(pool_name, key)] = page
+        return [True] * len(keys)
+
+    def _get(self, pool_name: str, keys: Any, host_indices: Any) -> list[bool]:
+        pool = self.registered_pools.get(pool_name)
+        starts = None if pool is None else page_starts(pool, keys, host_indices)
+        if starts is None:
+            return [False] * (len(keys) if isinstance(keys, list) else 0)
+        with self._lock:
+            pages = [self._store.get(self.object_name(pool_name, k)) for k in keys]
+        return [
+            page is not None and self.restore(pool, start, page)
+            for start, page in zip(starts, pages)
+        ]
+
+    # -- v1 ----------------------------------------------------------------------------------
+
+    def batch_set_v1(
+        self,
+        keys: list[str],
+        host_indices: torch.Tensor,
+        extra_info: HiCacheStorageExtraInfo | None = None,
+    ) -> list[bool]:
+        return self._set(str(PoolName.KV), keys, host_indices)
+
+    def batch_get_v1(
+        self,
+        keys: list[str],
+        host_indices: torch.Tensor,
+        extra_info: HiCacheStorageExtraInfo | None = None,
+    ) -> list[bool]:
+        return self._get(str(PoolName.KV), keys, host_indices)
+
+    def batch_exists(self, keys: list[str], extra_info: HiCacheStorageExtraInfo | None = None) -> int:
+        return leading_run([self.present(str(PoolName.KV), k) for k in keys])
+
+    # -- v2 ----------------------------------------------------------------------------------
+
+    def batch_set_v2(
+        self, transfers: list[PoolTransfer], extra_info: HiCacheStorageExtraInfo | None = None
+    ) -> dict[str, list[bool]]:
+        return {str(t.name): self._set(str(t.name), t.keys, t.host_indices) for t in transfers}
+
+    def batch_get_v2(
+        self, transfers: list[PoolTransfer], extra_info: HiCacheStorageExtraInfo | None = None
+    ) -> dict[str, list[bool]]:
+        return {str(t.name): self._get(str(t.name), t.keys, t.host_indices) for t in transfers}
+
+    def batch_exists_v2(
+        self,
+        keys: list[str],
+        pool_transfers: list[PoolTransfer] | None = None,
+        extra_info: HiCacheStorageExtraInfo | None = None,
+    ) -> PoolTransferResult:
+        expected = expected_exists_v2(keys, pool_transfers or [], self.present)
+        return PoolTransferResult(
+            expected.kv_hit_pages, expected.extra_pool_hit_pages, expected.restorable_prefix_pages
+        )
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def clear(self) -> bool:
+        with self._lock:
+            self._store.clear()
+        return True
+
+    def close(self) -> None:
+        self.registered_pools.clear()
+
+    def stored_object_count(self) -> int:
+        return len(self._store)
+
+
+CAPABILITIES = Capabilities(
+    v1_kv=True,
+    kv_through_v2=True,
+    side_pools=SIDE_POOLS,
+    hit_policies=frozenset(PoolHitPolicy),
+    persistence=False,
+    concurrent=True,
+    reports_transfer_mode=False,
+    enumerates_objects=True,
+)
+
+SPEC = BackendSpec("memory", MemoryBackend, CAPABILITIES, version="0.1.0")

@@ -1,0 +1,115 @@
+"""The pytest plugin: ``pytest --backend=NAME`` certifies a HiCache v2 storage backend.
+
+Registered through the ``pytest11`` entry point. With ``--backend`` and no test paths, the run
+collects the installed suite (``conformance/suite``); with paths, it runs those, so a project can
+mix the suite into its own tests.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from conformance.registry import BackendResolutionError, resolve_backend
+from conformance.rig import Target
+
+SUITE_DIR = Path(__file__).parent / "suite"
+
+settings.register_profile(
+    "hicache-default",
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    print_blob=True,
+)
+settings.register_profile(
+    "thorough",
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    print_blob=True,
+)
+if not os.environ.get("HYPOTHESIS_PROFILE"):
+    settings.load_profile("hicache-default")
+
+_target_key = pytest.StashKey[Target]()
+_skips_key = pytest.StashKey[list[tuple[str, str]]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("hicache-conformance")
+    group.addoption("--backend", default=None, help="backend to certify: a registered name or package.module:factory")
+    group.addoption("--backend-mode", default=None, help="I/O mode the backend declares (default: its first)")
+    group.addoption("--storage-dir", default=None, help="where storage locations are made (default: a temp dir)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "capability(name): the property needs this declared capability")
+    config.stash[_skips_key] = []
+    name = config.getoption("backend")
+    if not name:
+        return
+    try:
+        spec = resolve_backend(name)
+    except BackendResolutionError as exc:
+        raise pytest.UsageError(str(exc)) from exc
+    modes = list(spec.capabilities.io_modes)
+    mode = config.getoption("backend_mode") or modes[0]
+    if mode not in spec.capabilities.io_modes:
+        raise pytest.UsageError(f"backend {spec.name!r} declares I/O modes {modes}, not {mode!r}")
+    storage = config.getoption("storage_dir")
+    root = Path(storage) if storage else Path(tempfile.mkdtemp(prefix="hicache-conformance-"))
+    root.mkdir(parents=True, exist_ok=True)
+    target = Target(spec, mode, root, dict(spec.capabilities.io_modes[mode]))
+    config.stash[_target_key] = target
+    if config.args_source is not pytest.Config.ArgsSource.ARGS:
+        config.args = [str(SUITE_DIR)]
+
+
+@pytest.fixture(scope="session")
+def target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    """The backend under test, as chosen with ``--backend``."""
+    if _target_key not in request.config.stash:
+        pytest.skip("no backend chosen: run with --backend=NAME")
+    yield request.config.stash[_target_key]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    target = item.config.stash.get(_target_key, None)
+    if target is None:
+        return
+    if report.failed and call.when == "call":
+        doc = (getattr(item, "function", None).__doc__ or "").strip().splitlines()  # type: ignore[union-attr]
+        report.sections.append(
+            (
+                "hicache-conformance",
+                f"backend: {target.spec.name} (mode {target.mode})\n"
+                f"property: {item.nodeid}\n" + (f"guarantee: {doc[0]}\n" if doc else ""),
+            )
+        )
+    if report.skipped and isinstance(report.longrepr, tuple):
+        item.config.stash[_skips_key].append((item.nodeid, str(report.longrepr[2])))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    target = config.stash.get(_target_key, None)
+    if target is None:
+        return
+    skips = config.stash[_skips_key]
+    tr = terminalreporter
+    tr.section(f"hicache-conformance: {target.spec.name} ({target.mode})")
+    tr.line(f"declared: {target.caps.as_dict()}")
+    if not skips:
+        tr.line("skipped properties: none")
+        return
+    tr.line(f"skipped properties ({len(skips)}), not certified:")
+    for nodeid, reason in skips:
+        tr.line(f"  SKIP {nodeid}: {reason.removeprefix('Skipped: ')}")

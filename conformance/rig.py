@@ -1,0 +1,164 @@
+"""A backend under test wired to host-pool doubles: the suite's one way to drive a backend.
+
+``Target`` is the resolved backend plus the run's choices (I/O mode, where storage lives). A
+``Rig`` is one backend instance with one model geometry's pools registered. Several rigs can share
+a storage location, which is how the suite models a restart or a second TP rank.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from conformance.capabilities import BackendSpec, Capabilities
+from conformance.geometry import ModelGeometry, PoolSpec
+from conformance.hostpools import HostPoolDouble
+from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
+
+
+@dataclass
+class Target:
+    spec: BackendSpec
+    mode: str
+    root: Path
+    extra_config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def caps(self) -> Capabilities:
+        return self.spec.capabilities
+
+    def require(self, claim: str, why: str = "") -> None:
+        """Skip, naming the claim, unless the backend declares it."""
+        if not getattr(self.caps, claim):
+            pytest.skip(f"backend {self.spec.name!r} does not declare {claim}" + (f": {why}" if why else ""))
+
+    def with_mode(self, mode: str) -> Target:
+        return replace(self, mode=mode, extra_config=dict(self.caps.io_modes[mode]))
+
+    @contextlib.contextmanager
+    def storage(self) -> Iterator[Path]:
+        """A fresh, empty storage location, removed afterwards."""
+        path = Path(tempfile.mkdtemp(prefix="store-", dir=self.root))
+        try:
+            yield path
+        finally:
+            shutil.rmtree(path, ignore_errors=True)
+
+    def usable_pools(self, geometry: ModelGeometry) -> list[PoolSpec]:
+        """The geometry's side pools this backend claims to support."""
+        return [p for p in geometry.side_pools if p.name in self.caps.side_pools]
+
+    def require_side_pools(self, geometry: ModelGeometry) -> list[PoolSpec]:
+        pools = self.usable_pools(geometry)
+        if not pools:
+            pytest.skip(
+                f"backend {self.spec.name!r} declares none of {geometry.family}'s side pools "
+                f"({', '.join(str(p.name) for p in geometry.side_pools) or 'none'})"
+            )
+        return pools
+
+    def require_layout(self, layout: str) -> None:
+        if layout not in self.caps.layouts:
+            pytest.skip(f"backend {self.spec.name!r} does not declare layout {layout}")
+
+
+def side_layout(layout: str) -> str:
+    """Side pools exist only page-first; they follow the KV layout where they can."""
+    return "page_first_direct" if layout == "page_first_direct" else "page_first"
+
+
+class Rig:
+    """One backend instance plus the host pools it has been given."""
+
+    def __init__(
+        self,
+        target: Target,
+        geometry: ModelGeometry,
+        storage: Path,
+        *,
+        layout: str = "page_first",
+        misalign: int = 0,
+        page_num: int = 8,
+        tp_rank: int = 0,
+        tp_size: int = 1,
+        model_name: str | None = None,
+        pools: dict[PoolName, HostPoolDouble] | None = None,
+    ) -> None:
+        self.target, self.geometry, self.storage = target, geometry, storage
+        caps = target.caps
+        if pools is None:
+            pools = {geometry.kv.name: geometry.kv.build(layout=layout, misalign=misalign, page_num=page_num)}
+            for spec in target.usable_pools(geometry):
+                pools[spec.name] = spec.build(layout=side_layout(layout), misalign=misalign, page_num=page_num)
+        self.pools = pools
+        self.config = HiCacheStorageConfig(
+            tp_rank=tp_rank,
+            tp_size=tp_size,
+            pp_rank=0,
+            pp_size=1,
+            attn_cp_rank=0,
+            attn_cp_size=1,
+            is_mla_model=geometry.is_mla,
+            enable_storage_metrics=False,
+            is_page_first_layout=layout != "layer_first",
+            model_name=model_name if model_name is not None else geometry.model,
+            extra_config=dict(target.extra_config),
+        )
+        self.backend = target.spec.factory(self.config, storage)
+        kv = self.pools[PoolName.KV]
+        self.backend.register_mem_pool_host(kv)
+        if caps.kv_through_v2:
+            self.backend.register_mem_host_pool_v2(kv, PoolName.KV)
+        for name, pool in self.pools.items():
+            if name is not PoolName.KV:
+                self.backend.register_mem_host_pool_v2(pool, name)
+        finalise = getattr(self.backend, "on_host_pools_registered", None)
+        if callable(finalise):
+            finalise()
+
+    def __enter__(self) -> Rig:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        closer = getattr(self.backend, "close", None)
+        if callable(closer):
+            closer()
+
+    def pool(self, name: PoolName) -> HostPoolDouble:
+        return self.pools[name]
+
+    def indices(self, name: PoolName, pages: Sequence[int]) -> torch.Tensor:
+        """Token slots of whole pages, as the controller hands them over."""
+        ps = self.pools[name].page_size
+        return torch.tensor([p * ps + t for p in pages for t in range(ps)], dtype=torch.int64)
+
+    def transfer(self, name: PoolName, keys: Sequence[str], pages: Sequence[int], **kw: Any) -> PoolTransfer:
+        return PoolTransfer(name=name, host_indices=self.indices(name, pages), keys=list(keys), **kw)
+
+    def put(self, name: PoolName, page: int, data: bytes) -> None:
+        self.pools[name].write_page(page * self.pools[name].page_size, data)
+
+    def take(self, name: PoolName, page: int) -> bytes:
+        return self.pools[name].read_page(page * self.pools[name].page_size)
+
+    def set(self, name: PoolName, keys: Sequence[str], pages: Sequence[int]) -> list[bool]:
+        """Store pages through v1 for KV (when claimed) and v2 otherwise."""
+        if name is PoolName.KV and self.target.caps.v1_kv:
+            return list(self.backend.batch_set_v1(list(keys), self.indices(name, pages)))
+        return list(self.backend.batch_set_v2([self.transfer(name, keys, pages)])[str(name)])
+
+    def get(self, name: PoolName, keys: Sequence[str], pages: Sequence[int]) -> list[bool]:
+        if name is PoolName.KV and self.target.caps.v1_kv:
+            return list(self.backend.batch_get_v1(list(keys), self.indices(name, pages)))
+        return list(self.backend.batch_get_v2([self.transfer(name, keys, pages)])[str(name)])

@@ -1,0 +1,92 @@
+"""Hypothesis strategies: page payloads full of dangerous bit patterns, and adversarial keys.
+
+Payloads are drawn as a seed plus a pattern stride rather than as raw bytes: the data stays
+kilobytes long yet shrinks to ``seed=0`` and the sparsest stride, and a failing example prints as
+two small numbers that reproduce it exactly.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import torch
+from hypothesis import strategies as st
+
+from conformance.hostpools import HostPoolDouble, Segment
+
+# Little-endian bit patterns that a value conversion would change or that hide in plain sight:
+# NaN payloads (signalling and quiet, both signs), -0.0, the smallest subnormal, +-inf, all-ones.
+_BITS: dict[torch.dtype, list[int]] = {
+    torch.bfloat16: [0x7F81, 0xFFC1, 0x7FBF, 0x8000, 0x0001, 0x807F, 0x7F80, 0xFF80, 0xFFFF],
+    torch.float16: [0x7C01, 0xFE01, 0x7DFF, 0x8000, 0x0001, 0x83FF, 0x7C00, 0xFC00, 0xFFFF],
+    torch.float32: [
+        0x7F800001,
+        0xFFC00001,
+        0x7FBFFFFF,
+        0x80000000,
+        0x00000001,
+        0x807FFFFF,
+        0x7F800000,
+        0xFF800000,
+        0xFFFFFFFF,
+    ],
+    torch.float8_e4m3fn: [0x7F, 0xFF, 0x80, 0x01, 0x87, 0x7E],
+    torch.float8_e5m2: [0x7D, 0xFE, 0x7F, 0x80, 0x01, 0x7C, 0xFC, 0x83],
+    torch.int8: [0x80, 0xFF, 0x7F, 0x00],
+    torch.uint8: [0xFF, 0x80, 0x00, 0x01],
+}
+
+
+def special_patterns(dtype: torch.dtype) -> list[bytes]:
+    """The dangerous encodings of one element of ``dtype``, as bytes."""
+    width = dtype.itemsize
+    fmt = {1: "<B", 2: "<H", 4: "<I"}[width]
+    return [struct.pack(fmt, v) for v in _BITS.get(dtype, _BITS[torch.uint8])]
+
+
+def render_segment(segment: Segment, rng: np.random.Generator, stride: int) -> bytes:
+    """Random bytes, with every ``stride``-th element replaced by the next dangerous pattern."""
+    data = bytearray(rng.bytes(segment.nbytes))
+    patterns = special_patterns(segment.dtype)
+    width = segment.dtype.itemsize
+    for n, elem in enumerate(range(0, segment.nbytes // width, stride)):
+        data[elem * width : (elem + 1) * width] = patterns[n % len(patterns)]
+    return bytes(data)
+
+
+def render_page(pool: HostPoolDouble, seed: int, stride: int, salt: int = 0) -> bytes:
+    """A full page for ``pool``: deterministic in (seed, stride, salt), distinct across salts."""
+    rng = np.random.default_rng([seed, salt])
+    return b"".join(
+        render_segment(segment, rng, stride) for region in pool.segments() for segment in region
+    )
+
+
+payload_seeds = st.integers(min_value=0, max_value=2**32 - 1)
+pattern_strides = st.sampled_from([1, 2, 3, 7, 64])
+
+_key_alphabet = st.characters(codec="utf-8", exclude_characters="\x00", exclude_categories=["Cs"])
+pool_suffixes = st.sampled_from(
+    ["_k", "_v", "_mamba_temporal", "_mamba_conv_0", "_kv", "_indexer", ".mamba", "_swa", ".bin"]
+)
+separators = st.sampled_from(["_", "/", ".", "-", ":", "\\", " ", "..", "%2F"])
+
+
+@st.composite
+def adversarial_keys(draw: st.DrawFn) -> str:
+    """Keys built to collide under a careless naming scheme."""
+    base = draw(st.one_of(st.text(alphabet="0123456789abcdef", min_size=1, max_size=16), st.text(_key_alphabet, min_size=1, max_size=12)))
+    parts = [base]
+    for _ in range(draw(st.integers(0, 3))):
+        parts.append(draw(st.one_of(pool_suffixes, separators, st.sampled_from(["kv", "mamba", "indexer", "swa", "0", "1", "2"]))))
+    key = "".join(parts)
+    if draw(st.booleans()):
+        key = key + "x" * draw(st.integers(200, 260))
+    return key
+
+
+model_names = st.one_of(
+    st.sampled_from(["m", "org/model", "org_model", "org-model", "a/b_c", "a_b/c", "Qwen/Qwen3-Next_80B"]),
+    st.text(st.characters(codec="ascii", min_codepoint=33, max_codepoint=126), min_size=1, max_size=20),
+)

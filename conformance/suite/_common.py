@@ -1,0 +1,36 @@
+"""Small helpers shared by the property modules."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from conformance.geometry import KV_LAYOUTS, ModelGeometry, all_geometries
+from conformance.hostpools import MISALIGNMENT
+from conformance.interface import HiCacheStorageConfig, PoolName
+
+GEOMETRIES: list[ModelGeometry] = all_geometries()
+HYBRID = [g for g in GEOMETRIES if g.side_pools]
+
+misaligns = st.sampled_from([0, MISALIGNMENT])
+kv_layouts = st.sampled_from(KV_LAYOUTS)
+
+
+def page_lists(page_num: int, max_pages: int = 4) -> st.SearchStrategy[list[int]]:
+    """Distinct host pages in any order: a backend must honour each page's own slots."""
+    return st.lists(
+        st.integers(0, page_num - 1), min_size=1, max_size=min(max_pages, page_num), unique=True
+    )
+
+
+def ids(geometries: list[ModelGeometry]) -> list[str]:
+    return [g.family for g in geometries]
+
+
+def entry_identity(config: HiCacheStorageConfig, pool: PoolName, key: str) -> tuple[object, ...]:
+    """Which stored entry a (config, pool, key) names, by SGLang's sharing rules.
+
+    MLA state is replicated across TP ranks, so ranks share it; Mamba state is always sharded.
+    """
+    shared = config.is_mla_model and pool is not PoolName.MAMBA
+    rank = () if shared else (config.tp_rank, config.tp_size)
+    return (config.model_name, pool, key, *rank)

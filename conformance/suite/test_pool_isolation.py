@@ -1,0 +1,115 @@
+"""Pools sharing keys stay apart, and a get writes only where it was told to.
+
+Hybrid models store several pools under the same page hashes. A backend that drops the pool from
+its object names, shares a staging buffer between pools, or scatters a page into the wrong slots
+corrupts a neighbour silently.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.interface import PoolName, PoolTransfer
+from conformance.rig import Rig, Target
+from conformance.strategies import payload_seeds, render_page
+from conformance.suite._common import HYBRID, ids, kv_layouts, misaligns
+
+PAGES = 6
+
+
+def _all_pools(rig: Rig) -> list[PoolName]:
+    return list(rig.pools)
+
+
+def _store_everything(rig: Rig, keys: list[str], seed: int, salt: int) -> dict[PoolName, list[bytes]]:
+    written: dict[PoolName, list[bytes]] = {}
+    for n, name in enumerate(_all_pools(rig)):
+        pool = rig.pool(name)
+        written[name] = [render_page(pool, seed, 3, salt=salt * 1000 + n * 100 + i) for i in range(len(keys))]
+        for page, data in enumerate(written[name]):
+            rig.put(name, page, data)
+        assert rig.set(name, keys, range(len(keys))) == [True] * len(keys)
+    return written
+
+
+@pytest.mark.parametrize("geometry", HYBRID, ids=ids(HYBRID))
+@given(seed=payload_seeds, layout=kv_layouts, misalign=misaligns, count=st.integers(1, 4), data=st.data())
+def test_overwriting_one_pool_never_changes_another_pool(target: Target, geometry, seed, layout, misalign, count, data) -> None:
+    """After the same keys are stored in every pool, overwriting one pool leaves the rest intact."""
+    target.require_side_pools(geometry)
+    target.require_layout(layout)
+    keys = [f"shared-{i}" for i in range(count)]
+    with target.storage() as storage, Rig(target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig:
+        written = _store_everything(rig, keys, seed, salt=0)
+        victim = data.draw(st.sampled_from(_all_pools(rig)), label="overwritten pool")
+        pool = rig.pool(victim)
+        fresh = [render_page(pool, seed, 5, salt=9000 + i) for i in range(count)]
+        for page, payload in enumerate(fresh):
+            rig.put(victim, page, payload)
+        assert rig.set(victim, keys, range(count)) == [True] * count
+        written[victim] = fresh
+        for name in _all_pools(rig):
+            rig.pool(name).fill(0x5A)
+            assert rig.get(name, keys, range(count)) == [True] * count, f"{name} lost entries"
+            assert [rig.take(name, p) for p in range(count)] == written[name], (
+                f"overwriting {victim} changed {name}'s bytes"
+            )
+
+
+@pytest.mark.parametrize("geometry", HYBRID, ids=ids(HYBRID))
+@given(seed=payload_seeds, layout=kv_layouts, count=st.integers(1, 4), data=st.data())
+def test_entries_in_one_pool_are_invisible_to_another_pools_exists(target: Target, geometry, seed, layout, count, data) -> None:
+    """Storing a key in one pool never makes it exist, or count as a hit, in another pool."""
+    specs = target.require_side_pools(geometry)
+    target.require_layout(layout)
+    keys = [f"lonely-{i}" for i in range(count)]
+    with target.storage() as storage, Rig(target, geometry, storage, layout=layout, page_num=PAGES) as rig:
+        side = data.draw(st.sampled_from(specs), label="side pool")
+        rig.put(side.name, 0, render_page(rig.pool(side.name), seed, 2))
+        assert rig.set(side.name, keys, range(count)) == [True] * count
+        assert rig.backend.batch_exists(keys) == 0, f"{side.name} entries counted as KV hits"
+        result = rig.backend.batch_exists_v2(keys, [PoolTransfer(name=side.name, keys=keys, hit_policy=side.hit_policy,
+                                                                 block_pages=side.block_pages, group_pages=side.group_pages)])
+        assert result.kv_hit_pages == 0
+        assert rig.set(PoolName.KV, keys, range(count)) == [True] * count
+        others = [s for s in specs if s.name is not side.name]
+        if others:
+            other = others[0]
+            transfer = PoolTransfer(name=other.name, keys=keys, hit_policy=other.hit_policy,
+                                    block_pages=other.block_pages, group_pages=other.group_pages)
+            result = rig.backend.batch_exists_v2(keys, [transfer])
+            assert dict(result.extra_pool_hit_pages).get(str(other.name), 0) == 0, (
+                f"{side.name} entries counted as {other.name} hits"
+            )
+
+
+@pytest.mark.parametrize("geometry", HYBRID, ids=ids(HYBRID))
+@given(seed=payload_seeds, layout=kv_layouts, misalign=misaligns, data=st.data())
+def test_get_never_touches_host_memory_outside_its_target_slots(target: Target, geometry, seed, layout, misalign, data) -> None:
+    """A get fills exactly its target pages; every other byte of every pool keeps its canary."""
+    target.require_layout(layout)
+    with target.storage() as storage, Rig(target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig:
+        names = _all_pools(rig)
+        count = data.draw(st.integers(1, 3), label="pages")
+        keys = [f"canary-{i}" for i in range(count)]
+        written = _store_everything(rig, keys, seed, salt=1)
+        dst = data.draw(st.permutations(range(PAGES)).map(lambda p: p[:count]), label="target pages")
+        for name in names:
+            rig.pool(name).fill(0xC3)
+        for name in names:
+            assert rig.get(name, keys, dst) == [True] * count
+        for name in names:
+            pool = rig.pool(name)
+            for page in range(PAGES):
+                got = rig.take(name, page)
+                if page in dst:
+                    assert got == written[name][dst.index(page)], f"{name} page {page} wrong"
+                else:
+                    assert got == b"\xc3" * len(got), f"get wrote into {name} page {page}, outside its targets"
+            canary = bytes([0xC3])
+            for buf in pool.snapshot():
+                assert buf.count(canary) >= len(buf) - count * pool.page_nbytes(), (
+                    f"get wrote outside {name}'s pages"
+                )

@@ -1,0 +1,86 @@
+"""No two distinct (config, pool, key) entries ever share a stored object.
+
+Naming schemes that glue strings together collide: key ``a_k`` of one pool against key ``a`` of a
+``_k`` component, ``org/model`` against ``org_model``, rank 1 of 12 against rank 11 of 2. Each
+entry here gets its own payload; if any two share an object, one of them reads back the other's.
+"""
+
+from __future__ import annotations
+
+from itertools import product
+
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+from conformance.interface import PoolName
+from conformance.rig import Rig, Target
+from conformance.strategies import adversarial_keys, model_names, render_page
+from conformance.suite._common import GEOMETRIES, entry_identity, ids
+
+configs = st.lists(
+    st.tuples(model_names, st.sampled_from([(0, 1), (0, 2), (1, 2), (1, 12), (11, 2), (2, 11)])),
+    min_size=1,
+    max_size=3,
+    unique=True,
+)
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
+@given(keys=st.lists(adversarial_keys(), min_size=1, max_size=4, unique=True), configs=configs)
+def test_every_config_pool_and_key_has_its_own_stored_object(target: Target, geometry, keys, configs) -> None:
+    """Cross-writes of adversarial keys, pools, model names and TP ranks never overwrite each other."""
+    assume(all(len(k.encode()) <= 1024 for k in keys))
+    last_writer: dict[tuple[object, ...], bytes] = {}
+    with target.storage() as storage:
+        rigs = [
+            Rig(target, geometry, storage, page_num=len(keys), model_name=model, tp_rank=rank, tp_size=size)
+            for model, (rank, size) in configs
+        ]
+        try:
+            for r, rig in enumerate(rigs):
+                for n, name in enumerate(rig.pools):
+                    pool = rig.pool(name)
+                    for i in range(len(keys)):
+                        payload = render_page(pool, r * 7919 + n * 131 + i, 2, salt=r)
+                        rig.put(name, i, payload)
+                        last_writer[entry_identity(rig.config, name, keys[i])] = payload
+                    assert rig.set(name, keys, range(len(keys))) == [True] * len(keys)
+            for rig in rigs:
+                for name in rig.pools:
+                    rig.pool(name).fill(0x00)
+                    assert rig.get(name, keys, range(len(keys))) == [True] * len(keys)
+                    for i, key in enumerate(keys):
+                        assert rig.take(name, i) == last_writer[entry_identity(rig.config, name, key)], (
+                            f"{name} key {key!r} of {rig.config.model_name}@{rig.config.tp_rank}/"
+                            f"{rig.config.tp_size} reads back another entry's bytes"
+                        )
+            if target.caps.enumerates_objects:
+                count = rigs[0].backend.stored_object_count()
+                assert count == len(last_writer), f"{count} stored objects for {len(last_writer)} entries"
+        finally:
+            for rig in rigs:
+                rig.close()
+
+
+@pytest.mark.parametrize("geometry", [g for g in GEOMETRIES if g.side_pools], ids=ids([g for g in GEOMETRIES if g.side_pools]))
+@given(stem=st.text("0123456789abcdef", min_size=1, max_size=8))
+def test_keys_that_spell_another_pools_suffix_stay_distinct(target: Target, geometry, stem) -> None:
+    """``h`` in pool P never meets ``h_P``, ``h.P`` or ``h_k`` in any pool."""
+    target.require_side_pools(geometry)
+    with target.storage() as storage, Rig(target, geometry, storage, page_num=8) as rig:
+        names = list(rig.pools)
+        spelled = [stem] + [f"{stem}{sep}{n}" for sep, n in product(("_", "."), names)] + [f"{stem}_k", f"{stem}_v"]
+        spelled = list(dict.fromkeys(spelled))[:8]
+        expected: dict[tuple[PoolName, str], bytes] = {}
+        for n, name in enumerate(names):
+            pool = rig.pool(name)
+            for i, key in enumerate(spelled):
+                expected[(name, key)] = render_page(pool, 17, 2, salt=n * 100 + i)
+                rig.put(name, i, expected[(name, key)])
+            assert rig.set(name, spelled, range(len(spelled))) == [True] * len(spelled)
+        for name in names:
+            rig.pool(name).fill(0)
+            assert rig.get(name, spelled, range(len(spelled))) == [True] * len(spelled)
+            for i, key in enumerate(spelled):
+                assert rig.take(name, i) == expected[(name, key)], f"{name}/{key!r} collided"

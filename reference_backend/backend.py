@@ -1,0 +1,554 @@
+"""``NixlBackend``: HiCache v2 storage on files through NIXL's POSIX plugin.
+
+Design, in the order a batch meets it:
+
+- **Validation first.** A malformed pool request gets all-False before any file is touched.
+- **One record per entry.** A file holds the 512-byte header and every region of one page of one
+  pool (see :mod:`reference_backend.record`), so an entry is published by one rename.
+- **Zero-copy where safe.** A pool whose regions are 4096-aligned (``is_stride_page_aligned``), or
+  any pool when I/O is buffered, is registered with NIXL and moved in place. Otherwise its pages
+  go through a raw-byte (uint8) staging buffer owned by that pool and that direction.
+- **One transfer per batch.** Descriptors of every pool in a ``batch_*_v2`` call go into a single
+  NIXL transfer. Only if it fails are pages retried one by one, to give exact per-key results.
+- **Nothing torn is visible.** Writes go to a temp file that is renamed into place only after the
+  transfer succeeded; ``exists`` requires the exact record size; reads check the header.
+- **Two lanes.** Sets and gets each own a NIXL agent, a lock and staging buffers, so the
+  controller's writer and loader threads never wait on each other.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from conformance.capabilities import SIDE_POOLS, BackendSpec, Capabilities
+from conformance.hostpools import aligned_empty
+from conformance.interface import (
+    HiCacheStorageConfig,
+    HiCacheStorageExtraInfo,
+    PoolHitPolicy,
+    PoolName,
+    PoolTransfer,
+    PoolTransferResult,
+)
+from conformance.validation import page_starts
+from reference_backend import __version__
+from reference_backend.config import BackendConfig
+from reference_backend.naming import TEMP_PREFIX, Scope, entry_digest, entry_path, scope_for
+from reference_backend.record import UNIT, RecordLayout, layout_from_sizes
+
+os.environ.setdefault("NIXL_LOG_LEVEL", "WARN")
+from nixl._api import nixl_agent, nixl_agent_config  # noqa: E402
+
+KV = str(PoolName.KV)
+
+
+@dataclass
+class _Pool:
+    """A registered host pool and how its pages travel."""
+
+    name: str
+    host: Any
+    layout: RecordLayout
+    zero_copy: bool
+    has_meta: bool
+
+    def regions(self, starts: list[int]) -> list[tuple[int, int]]:
+        """(address, bytes) of every region of each page, page by page."""
+        idx = torch.tensor(
+            [s + t for s in starts for t in range(self.host.page_size)], dtype=torch.int64
+        )
+        ptrs, sizes = self.host.get_page_buffer_meta(idx)
+        return list(zip((int(p) for p in ptrs), (int(s) for s in sizes)))
+
+
+@dataclass
+class _Item:
+    """One page of one pool in a batch."""
+
+    pool: _Pool
+    key: str
+    start: int
+    path: str
+    digest: bytes
+    slot: int = 0
+    fd: int = -1
+    tmp: str = ""
+
+
+@dataclass
+class _Lane:
+    """One direction's NIXL agent, lock and per-pool raw-byte staging buffers."""
+
+    agent: Any
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    staging: dict[str, tuple[torch.Tensor, Any]] = field(default_factory=dict)
+
+    def staging_for(self, pool: str, nbytes: int) -> torch.Tensor:
+        """This pool's staging buffer, grown (and re-registered) to at least ``nbytes``."""
+        held = self.staging.get(pool)
+        if held is not None and held[0].numel() >= nbytes:
+            return held[0]
+        if held is not None:
+            self.agent.deregister_memory(held[1])
+        buf = aligned_empty((max(nbytes, 2 * (held[0].numel() if held else 0)),), torch.uint8)
+        reg = self.agent.register_memory([(buf.data_ptr(), buf.numel(), 0, "")], "DRAM")
+        self.staging[pool] = (buf, reg)
+        return buf
+
+    def close(self) -> None:
+        for _, reg in self.staging.values():
+            self.agent.deregister_memory(reg)
+        self.staging.clear()
+
+
+class NixlBackend:
+    """HiCache v2 storage backend on NIXL POSIX file targets."""
+
+    def __init__(
+        self,
+        storage_config: HiCacheStorageConfig,
+        location: str | os.PathLike[str] | dict[str, Any] | None = None,
+    ) -> None:
+        self.storage_config = storage_config
+        self.settings = BackendConfig.from_extra(storage_config.extra_config, location)
+        self.root = str(self.settings.storage_dir)
+        os.makedirs(self.root, exist_ok=True)
+        tag = uuid.uuid4().hex[:12]
+        self._lanes = {"WRITE": _Lane(self._agent(f"hicache-w-{tag}")), "READ": _Lane(self._agent(f"hicache-r-{tag}"))}
+        self._pools: dict[str, _Pool] = {}
+        self._dram_regs: list[tuple[Any, Any]] = []
+        self._scopes: dict[str, Scope] = {}
+        self._made_dirs: set[str] = set()
+        self._closed = False
+
+    def _agent(self, name: str) -> Any:
+        agent = nixl_agent(name, nixl_agent_config(backends=[]))
+        agent.create_backend("POSIX", self.settings.plugin_params())
+        return agent
+
+    # -- registration ------------------------------------------------------------------------
+
+    def register_mem_pool_host(self, mem_pool_host: Any) -> None:
+        self._register(KV, mem_pool_host)
+
+    def register_mem_host_pool_v2(self, host_pool: Any, host_pool_name: PoolName | str) -> None:
+        self._register(str(host_pool_name), host_pool)
+
+    def on_host_pools_registered(self) -> None:
+        """Pools are prepared as they register; nothing is deferred."""
+
+    def _register(self, name: str, host: Any) -> None:
+        if name in self._pools:
+            if self._pools[name].host is host:
+                return
+            raise ValueError(f"pool {name!r} is already registered with another host pool")
+        first = torch.arange(host.page_size, dtype=torch.int64)
+        try:
+            _, sizes = host.get_page_buffer_meta(first)
+            has_meta = True
+        except (NotImplementedError, ValueError, AssertionError):
+            sizes = [host.get_dummy_flat_data_page().view(torch.uint8).numel()]
+            has_meta = False
+        aligned = bool(host.is_stride_page_aligned(4096))
+        zero_copy = has_meta and (aligned or not self.settings.direct_io)
+        pool = _Pool(name, host, layout_from_sizes(sizes), zero_copy, has_meta)
+        if zero_copy:
+            self._register_spans(pool)
+        self._pools[name] = pool
+        self._scopes[name] = scope_for(self.storage_config, name)
+
+    def _register_spans(self, pool: _Pool) -> None:
+        """Register each region column of the pool (one contiguous span per column) on both lanes."""
+        ps = pool.host.page_size
+        regions = pool.regions(list(range(0, int(pool.host.size), ps)))
+        columns = len(pool.layout.region_sizes)
+        spans = []
+        for c in range(columns):
+            col = regions[c::columns]
+            lo = min(p for p, _ in col)
+            hi = max(p + s for p, s in col)
+            spans.append((lo, hi - lo, 0, ""))
+        for lane in self._lanes.values():
+            self._dram_regs.append((lane.agent, lane.agent.register_memory(spans, "DRAM")))
+
+    def transfer_mode(self, pool_name: PoolName | str) -> str:
+        """How this pool's pages move: ``zero_copy`` or ``staged``."""
+        return "zero_copy" if self._pools[str(pool_name)].zero_copy else "staged"
+
+    # -- planning ----------------------------------------------------------------------------
+
+    def _plan(self, name: str, keys: Any, host_indices: Any) -> list[_Item] | None:
+        pool = self._pools.get(name)
+        if pool is None or self._closed:
+            return None
+        starts = page_starts(pool.host, keys, host_indices)
+        if starts is None:
+            return None
+        scope = self._scopes[name]
+        return [
+            _Item(pool, key, start, entry_path(self.root, scope, name, key), entry_digest(scope, name, key))
+            for key, start in zip(keys, starts)
+        ]
+
+    def _open_flags(self, base: int) -> int:
+        return base | (os.O_DIRECT if self.settings.direct_io else 0)
+
+    # -- the transfer ------------------------------------------------------------------------
+
+    def _descriptors(self, lane: _Lane, items: list[_Item], writing: bool) -> tuple[np.ndarray, np.ndarray]:
+        """DRAM and FILE descriptor rows for ``items``, staging raw bytes where needed."""
+        dram: list[tuple[int, int, int]] = []
+        file: list[tuple[int, int, int]] = []
+        by_pool: dict[str, list[_Item]] = {}
+        for item in items:
+            by_pool.setdefault(item.pool.name, []).append(item)
+        for name, group in by_pool.items():
+            pool = group[0].pool
+            slot_bytes = UNIT if pool.zero_copy else pool.layout.size
+            stage = lane.staging_for(name, slot_bytes * len(group))
+            base = stage.data_ptr()
+            regions = pool.regions([i.start for i in group]) if pool.has_meta else []
+            per_page = len(pool.layout.region_sizes)
+            for n, item in enumerate(group):
+                item.slot = base + n * slot_bytes
+                mine = regions[n * per_page : (n + 1) * per_page]
+                if writing:
+                    self._stage_out(item, mine)
+                if pool.zero_copy:
+                    dram.append((item.slot, UNIT, 0))
+                    file.append((0, UNIT, item.fd))
+                    for (ptr, size), off in zip(mine, pool.layout.offsets):
+                        dram.append((ptr, size, 0))
+                        file.append((off, size, item.fd))
+                else:
+                    dram.append((item.slot, pool.layout.size, 0))
+                    file.append((0, pool.layout.size, item.fd))
+        return np.array(dram, dtype=np.uint64), np.array(file, dtype=np.uint64)
+
+    @staticmethod
+    def _stage_out(item: _Item, regions: list[tuple[int, int]]) -> None:
+        """Write the header, and for staged pools the page's raw bytes, into the item's slot."""
+        layout = item.pool.layout
+        header = layout.header(item.digest)
+        ctypes.memmove(item.slot, header, UNIT)
+        if item.pool.zero_copy:
+            return
+        if item.pool.has_meta:
+            for (ptr, size), off in zip(regions, layout.offsets):
+                ctypes.memmove(item.slot + off, ptr, size)
+        else:
+            page = item.pool.host.get_data_page(item.start, flat=True).contiguous().view(torch.uint8)
+            ctypes.memmove(item.slot + layout.offsets[0], page.data_ptr(), page.numel())
+
+    @staticmethod
+    def _stage_in(item: _Item) -> bool:
+        """Check the header; for staged pools, scatter the page's bytes into its host slots."""
+        pool = item.pool
+        header = ctypes.string_at(item.slot, UNIT)
+        if not pool.layout.header_matches(header, item.digest):
+            return False
+        if pool.zero_copy:
+            return True
+        if pool.has_meta:
+            regions = pool.regions([item.start])
+            for (ptr, size), off in zip(regions, pool.layout.offsets):
+                ctypes.memmove(ptr, item.slot + off, size)
+        else:
+            page = pool.host.get_dummy_flat_data_page()
+            raw = page.view(torch.uint8)
+            ctypes.memmove(raw.data_ptr(), item.slot + pool.layout.offsets[0], raw.numel())
+            pool.host.set_from_flat_data_page(item.start, page)
+        return True
+
+    def _submit(self, lane: _Lane, op: str, items: list[_Item]) -> bool:
+        """One NIXL transfer covering every item; True when every byte moved."""
+        dram, file = self._descriptors(lane, items, writing=op == "WRITE")
+        agent = lane.agent
+        fds = sorted({i.fd for i in items})
+        file_reg = handle = None
+        try:
+            file_reg = agent.register_memory([(0, 0, fd, "") for fd in fds], "FILE")
+            handle = agent.initialize_xfer(
+                op, agent.get_xfer_descs(dram, "DRAM"), agent.get_xfer_descs(file, "FILE"), agent.name
+            )
+            state = agent.transfer(handle)
+            while state == "PROC":
+                state = agent.check_xfer_state(handle)
+            return bool(state == "DONE")
+        except Exception:  # NIXL raises its own binding errors for any I/O failure
+            return False
+        finally:
+            if handle is not None:
+                agent.release_xfer_handle(handle)
+            if file_reg is not None:
+                agent.deregister_memory(file_reg)
+
+    def _transfer(self, lane: _Lane, op: str, items: list[_Item]) -> list[bool]:
+        """Move every item in one transfer; on failure retry page by page for exact results."""
+        if not items:
+            return []
+        if self._submit(lane, op, items):
+            return [True] * len(items)
+        return [self._submit(lane, op, [item]) for item in items]
+
+    # -- set / get ---------------------------------------------------------------------------
+
+    def _write(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
+        lane = self._lanes["WRITE"]
+        items = [i for plan in plans if plan for i in plan]
+        opened: list[_Item] = []
+        moved: dict[int, bool] = {}
+        with lane.lock:
+            try:
+                for item in items:
+                    if self._open_for_write(item):
+                        opened.append(item)
+                moved = dict(zip(map(id, opened), self._transfer(lane, "WRITE", opened)))
+            finally:
+                done = {id(i): self._publish(i, moved.get(id(i), False)) for i in opened}
+        return [[bool(done.get(id(i))) for i in plan] if plan is not None else [] for plan in plans]
+
+    def _open_for_write(self, item: _Item) -> bool:
+        folder = os.path.dirname(item.path)
+        try:
+            if folder not in self._made_dirs:
+                os.makedirs(folder, exist_ok=True)
+                self._made_dirs.add(folder)
+            item.tmp = os.path.join(folder, f"{TEMP_PREFIX}{uuid.uuid4().hex}")
+            item.fd = os.open(item.tmp, self._open_flags(os.O_WRONLY | os.O_CREAT | os.O_EXCL), 0o644)
+            os.ftruncate(item.fd, item.pool.layout.size)
+            return True
+        except OSError:
+            self._discard(item)
+            return False
+
+    def _publish(self, item: _Item, moved: bool) -> bool:
+        """Rename a fully written temp file into place; drop it otherwise."""
+        try:
+            if moved and self.settings.fsync:
+                os.fsync(item.fd)
+            os.close(item.fd)
+            item.fd = -1
+            if moved:
+                os.replace(item.tmp, item.path)
+                return True
+        except OSError:
+            pass
+        self._discard(item)
+        return False
+
+    @staticmethod
+    def _discard(item: _Item) -> None:
+        if item.fd >= 0:
+            os.close(item.fd)
+            item.fd = -1
+        if item.tmp:
+            try:
+                os.unlink(item.tmp)
+            except OSError:
+                pass
+
+    def _read(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
+        lane = self._lanes["READ"]
+        items = [i for plan in plans if plan for i in plan]
+        ready: list[_Item] = []
+        ok: dict[int, bool] = {}
+        with lane.lock:
+            try:
+                for item in items:
+                    if self._open_for_read(item):
+                        ready.append(item)
+                for item, moved in zip(ready, self._transfer(lane, "READ", ready)):
+                    ok[id(item)] = moved and self._stage_in(item)
+            finally:
+                for item in ready:
+                    os.close(item.fd)
+                    item.fd = -1
+        return [[ok.get(id(i), False) for i in plan] if plan is not None else [] for plan in plans]
+
+    def _open_for_read(self, item: _Item) -> bool:
+        try:
+            fd = os.open(item.path, self._open_flags(os.O_RDONLY))
+        except OSError:
+            return False
+        if os.fstat(fd).st_size != item.pool.layout.size:
+            os.close(fd)
+            return False
+        item.fd = fd
+        return True
+
+    @staticmethod
+    def _failed(keys: Any) -> list[bool]:
+        return [False] * (len(keys) if isinstance(keys, list) else 0)
+
+    def batch_set_v1(
+        self, keys: list[str], host_indices: torch.Tensor, extra_info: HiCacheStorageExtraInfo | None = None
+    ) -> list[bool]:
+        plan = self._plan(KV, keys, host_indices)
+        return self._write([plan])[0] if plan is not None else self._failed(keys)
+
+    def batch_get_v1(
+        self, keys: list[str], host_indices: torch.Tensor, extra_info: HiCacheStorageExtraInfo | None = None
+    ) -> list[bool]:
+        plan = self._plan(KV, keys, host_indices)
+        return self._read([plan])[0] if plan is not None else self._failed(keys)
+
+    def _batch_v2(self, transfers: list[PoolTransfer], run: Callable[[list[list[_Item] | None]], list[list[bool]]]) -> dict[str, list[bool]]:
+        names = [str(t.name) for t in transfers]
+        if len(set(names)) != len(names):
+            return {n: self._failed(t.keys) for n, t in zip(names, transfers)}
+        plans = [self._plan(n, t.keys, t.host_indices) for n, t in zip(names, transfers)]
+        results = run(plans)
+        return {
+            n: (res if plan is not None else self._failed(t.keys))
+            for n, t, plan, res in zip(names, transfers, plans, results)
+        }
+
+    def batch_set_v2(
+        self, transfers: list[PoolTransfer], extra_info: HiCacheStorageExtraInfo | None = None
+    ) -> dict[str, list[bool]]:
+        return self._batch_v2(transfers, self._write)
+
+    def batch_get_v2(
+        self, transfers: list[PoolTransfer], extra_info: HiCacheStorageExtraInfo | None = None
+    ) -> dict[str, list[bool]]:
+        return self._batch_v2(transfers, self._read)
+
+    # -- exists ------------------------------------------------------------------------------
+
+    def _present(self, name: str, keys: Iterable[str]) -> list[bool]:
+        pool = self._pools.get(name)
+        if pool is None:
+            return [False for _ in keys]
+        scope = self._scopes[name]
+        out = []
+        for key in keys:
+            try:
+                out.append(os.stat(entry_path(self.root, scope, name, key)).st_size == pool.layout.size)
+            except (OSError, ValueError):
+                out.append(False)
+        return out
+
+    def batch_exists(self, keys: list[str], extra_info: HiCacheStorageExtraInfo | None = None) -> int:
+        present = self._present(KV, keys)
+        return present.index(False) if False in present else len(present)
+
+    def batch_exists_v2(
+        self,
+        keys: list[str],
+        pool_transfers: list[PoolTransfer] | None = None,
+        extra_info: HiCacheStorageExtraInfo | None = None,
+    ) -> PoolTransferResult:
+        kv = self.batch_exists(keys)
+        hits: dict[str, int] = {KV: kv} if kv else {}
+        usable = [True] * (kv + 1)  # usable[p]: a prefix of p pages can be restored
+        usable[0] = False
+        for t in pool_transfers or []:
+            name = str(t.name)
+            if t.hit_policy is PoolHitPolicy.BLOCK_GROUPS:
+                figure = self._block_groups(t)
+            else:
+                present = self._present(name, keys[:kv])
+                restorable = self._restorable(t, present)
+                figure = max((p for p in range(1, kv + 1) if restorable[p]), default=0)
+                usable = [u and r for u, r in zip(usable, restorable)]
+            if figure:
+                hits[name] = figure
+        final = [p for p in range(1, kv + 1) if usable[p]]
+        return PoolTransferResult(final[-1] if final else 0, hits, final)
+
+    @staticmethod
+    def _restorable(t: PoolTransfer, present: list[bool]) -> list[bool]:
+        """Per prefix length 0..kv, whether this pool can restore it under its policy."""
+        kv = len(present)
+        if t.hit_policy is PoolHitPolicy.ALL_PAGES:
+            run = present.index(False) if False in present else kv
+            return [0 < p <= run for p in range(kv + 1)]
+        window = max(1, len(t.keys or []))
+        filled = [0]
+        for flag in present:
+            filled.append(filled[-1] + flag)
+        return [p > 0 and filled[p] - filled[max(0, p - window)] == min(window, p) for p in range(kv + 1)]
+
+    def _block_groups(self, t: PoolTransfer) -> int:
+        if t.group_pages <= 0 or t.block_pages <= 0:
+            return 0
+        own = list(t.keys or [])
+        present = self._present(str(t.name), own)
+        groups = 0
+        for start in range(0, len(own) - t.group_pages + 1, t.group_pages):
+            if not all(present[start : start + t.group_pages]):
+                break
+            groups += 1
+        return groups * t.block_pages
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def clear(self) -> bool:
+        """Remove every entry this backend's naming could have made under the root."""
+        for name in os.listdir(self.root):
+            if name[:1] in ("k", "~"):
+                shutil.rmtree(os.path.join(self.root, name), ignore_errors=True)
+        self._made_dirs.clear()
+        return True
+
+    def stored_object_count(self) -> int:
+        return sum(
+            1
+            for _, _, files in os.walk(self.root)
+            for f in files
+            if not f.startswith(TEMP_PREFIX)
+        )
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for lane in self._lanes.values():
+            with lane.lock:
+                lane.close()
+        for agent, reg in self._dram_regs:
+            agent.deregister_memory(reg)
+        self._dram_regs.clear()
+        self._pools.clear()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def _factory(config: HiCacheStorageConfig, storage_dir: Path) -> NixlBackend:
+    return NixlBackend(config, storage_dir)
+
+
+CAPABILITIES = Capabilities(
+    v1_kv=True,
+    kv_through_v2=True,
+    side_pools=SIDE_POOLS,
+    hit_policies=frozenset(PoolHitPolicy),
+    persistence=True,
+    concurrent=True,
+    reports_transfer_mode=True,
+    enumerates_objects=True,
+    io_modes={
+        "buffered": {"use_direct_io": False},
+        "direct": {"use_direct_io": True},
+        "direct-uring": {"use_direct_io": True, "queue": "uring"},
+    },
+    direct_io_modes=frozenset({"direct", "direct-uring"}),
+)
+
+SPEC = BackendSpec("nixl", _factory, CAPABILITIES, version=__version__)

@@ -1,0 +1,68 @@
+"""Settings from SGLang's ``--hicache-storage-backend-extra-config`` JSON.
+
+Upstream ``HiCacheNixl`` keys that apply here are honoured with the same meaning:
+``use_direct_io`` (top level), and the plugin choice in either of its two forms,
+``{"plugin": {"posix": {"active": true, ...params}}}`` or flat POSIX params such as
+``{"use_uring": "true"}``. The storage folder comes, as upstream, from
+``SGLANG_HICACHE_NIXL_BACKEND_STORAGE_DIR``; ours add ``storage_dir``, ``queue``
+(``aio`` | ``uring``) and ``fsync``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_DIR = "/tmp/hicache_storage"
+QUEUES = {"aio": {}, "uring": {"use_uring": "true"}}
+_OUR_KEYS = {"storage_dir", "queue", "fsync", "use_direct_io", "plugin"}
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    storage_dir: Path
+    direct_io: bool = False
+    queue: str = "aio"
+    fsync: bool = False
+
+    def plugin_params(self) -> dict[str, str]:
+        return dict(QUEUES[self.queue])
+
+    @classmethod
+    def from_extra(cls, extra: dict[str, Any] | None, location: Any = None) -> BackendConfig:
+        """Build settings; ``location`` is the suite's storage path or SGLang's kwargs dict."""
+        extra = dict(extra or {})
+        plugin = extra.get("plugin")
+        params: dict[str, Any] = {}
+        if isinstance(plugin, dict):
+            active = [k for k, v in plugin.items() if _flag(dict(v).get("active", False))]
+            if active and active[0].lower() != "posix":
+                raise ValueError(f"only the POSIX plugin is supported, not {active[0]!r}")
+            params = {k: v for k, v in dict(plugin.get("posix", {})).items() if k != "active"}
+        else:
+            params = {k: v for k, v in extra.items() if k not in _OUR_KEYS}
+        queue = str(extra.get("queue", "uring" if _flag(params.get("use_uring", False)) else "aio"))
+        if queue not in QUEUES:
+            raise ValueError(f"queue must be one of {sorted(QUEUES)}, not {queue!r}")
+        if isinstance(location, dict):
+            location = location.get("storage_dir")
+        folder = (
+            extra.get("storage_dir")
+            or (str(location) if location is not None else None)
+            or os.environ.get("SGLANG_HICACHE_NIXL_BACKEND_STORAGE_DIR")
+            or DEFAULT_DIR
+        )
+        return cls(
+            storage_dir=Path(folder),
+            direct_io=_flag(extra.get("use_direct_io", False)),
+            queue=queue,
+            fsync=_flag(extra.get("fsync", False)),
+        )

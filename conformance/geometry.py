@@ -121,6 +121,13 @@ class ModelGeometry:
     is_mla: bool
     pools: tuple[PoolSpec, ...]
 
+    def __repr__(self) -> str:
+        return f"load_geometry({self.family!r})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """Keep hypothesis's falsifying examples to one readable line."""
+        printer.text(repr(self))
+
     @property
     def kv(self) -> PoolSpec:
         return next(p for p in self.pools if p.name is PoolName.KV)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 
 from conformance.registry import BackendResolutionError, resolve_backend
 from conformance.rig import Target
@@ -24,6 +24,8 @@ settings.register_profile(
     "hicache-default",
     max_examples=12,
     deadline=None,
+    # the explain phase re-runs a failure dozens of times; "thorough" keeps it
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     print_blob=True,
 )
@@ -49,7 +51,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "capability(name): the property needs this declared capability")
+    # hypothesis's explain phase imports libcst, whose deprecation noise would bury the report
+    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:libcst.*")
     config.stash[_skips_key] = []
     name = config.getoption("backend")
     if not name:

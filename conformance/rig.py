@@ -35,6 +35,13 @@ class Target:
     def caps(self) -> Capabilities:
         return self.spec.capabilities
 
+    def __repr__(self) -> str:
+        return f"Target({self.spec.name!r}, mode={self.mode!r})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """Keep hypothesis's falsifying examples to one readable line."""
+        printer.text(repr(self))
+
     def require(self, claim: str, why: str = "") -> None:
         """Skip, naming the claim, unless the backend declares it."""
         if not getattr(self.caps, claim):

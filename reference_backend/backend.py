@@ -42,13 +42,10 @@ from conformance.interface import (
     PoolTransferResult,
 )
 from conformance.validation import page_starts
-from reference_backend import __version__
+from reference_backend import __version__, agents
 from reference_backend.config import BackendConfig
 from reference_backend.naming import TEMP_PREFIX, Scope, entry_digest, entry_path, scope_for
 from reference_backend.record import UNIT, RecordLayout, layout_from_sizes
-
-os.environ.setdefault("NIXL_LOG_LEVEL", "WARN")
-from nixl._api import nixl_agent, nixl_agent_config  # noqa: E402
 
 KV = str(PoolName.KV)
 
@@ -124,18 +121,13 @@ class NixlBackend:
         self.settings = BackendConfig.from_extra(storage_config.extra_config, location)
         self.root = str(self.settings.storage_dir)
         os.makedirs(self.root, exist_ok=True)
-        tag = uuid.uuid4().hex[:12]
-        self._lanes = {"WRITE": _Lane(self._agent(f"hicache-w-{tag}")), "READ": _Lane(self._agent(f"hicache-r-{tag}"))}
+        params = self.settings.plugin_params()
+        self._lanes = {op: _Lane(agents.acquire(params)) for op in ("WRITE", "READ")}
         self._pools: dict[str, _Pool] = {}
         self._dram_regs: list[tuple[Any, Any]] = []
         self._scopes: dict[str, Scope] = {}
         self._made_dirs: set[str] = set()
         self._closed = False
-
-    def _agent(self, name: str) -> Any:
-        agent = nixl_agent(name, nixl_agent_config(backends=[]))
-        agent.create_backend("POSIX", self.settings.plugin_params())
-        return agent
 
     # -- registration ------------------------------------------------------------------------
 
@@ -160,13 +152,16 @@ class NixlBackend:
         except (NotImplementedError, ValueError, AssertionError):
             sizes = [host.get_dummy_flat_data_page().view(torch.uint8).numel()]
             has_meta = False
-        aligned = bool(host.is_stride_page_aligned(4096))
-        zero_copy = has_meta and (aligned or not self.settings.direct_io)
+        zero_copy = has_meta and self.moves_in_place(host)
         pool = _Pool(name, host, layout_from_sizes(sizes), zero_copy, has_meta)
         if zero_copy:
             self._register_spans(pool)
         self._pools[name] = pool
         self._scopes[name] = scope_for(self.storage_config, name)
+
+    def moves_in_place(self, host: Any) -> bool:
+        """Zero-copy needs O_DIRECT-legal addresses and lengths, or no O_DIRECT at all."""
+        return not self.settings.direct_io or bool(host.is_stride_page_aligned(4096))
 
     def _register_spans(self, pool: _Pool) -> None:
         """Register each region column of the pool (one contiguous span per column) on both lanes."""
@@ -522,6 +517,8 @@ class NixlBackend:
             agent.deregister_memory(reg)
         self._dram_regs.clear()
         self._pools.clear()
+        for lane in self._lanes.values():
+            agents.release(lane.agent)
 
     def __del__(self) -> None:
         try:

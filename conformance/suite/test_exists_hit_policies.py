@@ -6,8 +6,10 @@ docstrings, over random presence patterns in every pool.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conformance.interface import PoolHitPolicy, PoolName, PoolTransfer
@@ -16,10 +18,13 @@ from conformance.rig import Rig, Target
 from conformance.suite._common import GEOMETRIES, HYBRID, ids
 
 PAGES = 8
+# Mostly-present pages make long prefixes, where policies disagree; cheap enough to try more.
+mostly_present = st.sampled_from([True, True, True, False])
+MORE = settings(max_examples=settings.default.max_examples * 5)
 
 
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
-@given(present=st.lists(st.booleans(), min_size=0, max_size=PAGES))
+@given(present=st.lists(mostly_present, min_size=0, max_size=PAGES))
 def test_batch_exists_counts_the_leading_run_of_present_keys(target: Target, geometry, present) -> None:
     """batch_exists is the length of the leading run of stored KV keys, gaps and all."""
     keys = [f"run-{i}" for i in range(len(present))]
@@ -30,34 +35,62 @@ def test_batch_exists_counts_the_leading_run_of_present_keys(target: Target, geo
         assert rig.backend.batch_exists(keys) == leading_run(present)
 
 
+@dataclass(frozen=True)
+class Presence:
+    """Which pages each pool holds: KV, then the geometry's side pools in order."""
+
+    kv: tuple[bool, ...]
+    side: tuple[tuple[bool, ...], ...]
+    windows: tuple[int, ...]
+
+    def of(self, index: int) -> tuple[bool, ...]:
+        return self.side[index] if index < len(self.side) else (True,) * len(self.kv)
+
+
+@st.composite
+def presences(draw: st.DrawFn, side_pools: int = 3) -> Presence:
+    n = draw(st.integers(0, PAGES))
+    flags = st.lists(mostly_present, min_size=n, max_size=n).map(tuple)
+    return Presence(
+        kv=draw(flags),
+        side=tuple(draw(flags) for _ in range(side_pools)),
+        windows=tuple(draw(st.integers(1, 3)) for _ in range(side_pools)),
+    )
+
+
+# A TRAILING_PAGES pool missing the page just before an ALL_PAGES pool's first gap: the usable
+# prefix is shorter than every pool's own figure. Random search rarely lands here, so say it.
+TRAILING_GAP_BEFORE_ALL_GAP = Presence(
+    kv=(True,) * 5,
+    side=((True, True, True, False, True), (True,) * 5, (True, True, True, True, False)),
+    windows=(1, 1, 1),
+)
+
+
 @pytest.mark.parametrize("geometry", HYBRID, ids=ids(HYBRID))
-@given(data=st.data())
-def test_batch_exists_v2_follows_every_pools_hit_policy(target: Target, geometry, data) -> None:
+@MORE
+@given(presence=presences())
+@example(presence=TRAILING_GAP_BEFORE_ALL_GAP)
+def test_batch_exists_v2_follows_every_pools_hit_policy(target: Target, geometry, presence: Presence) -> None:
     """The usable prefix and each pool's figure match the oracle for ALL, TRAILING and BLOCK_GROUPS."""
     specs = target.require_side_pools(geometry)
     for spec in specs:
         if spec.hit_policy not in target.caps.hit_policies:
             pytest.skip(f"backend {target.spec.name!r} does not declare hit policy {spec.hit_policy.value}")
-    n = data.draw(st.integers(0, PAGES), label="keys")
+    n = len(presence.kv)
     keys = [f"hp-{i}" for i in range(n)]
-    presence = {
-        str(name): data.draw(st.lists(st.booleans(), min_size=n, max_size=n), label=f"{name} present")
-        for name in [PoolName.KV, *(s.name for s in specs)]
-    }
+    flags = {str(PoolName.KV): presence.kv}
     transfers = []
-    for spec in specs:
-        if spec.hit_policy is PoolHitPolicy.TRAILING_PAGES:
-            window = data.draw(st.integers(1, max(1, min(3, n))), label=f"{spec.name} window")
-            own = keys[max(0, n - window):]
-        else:
-            own = list(keys)
+    for i, spec in enumerate(specs):
+        flags[str(spec.name)] = presence.of(i)
+        own = keys[max(0, n - presence.windows[i]):] if spec.hit_policy is PoolHitPolicy.TRAILING_PAGES else keys
         transfers.append(PoolTransfer(name=spec.name, keys=own, hit_policy=spec.hit_policy,
                                       block_pages=spec.block_pages, group_pages=spec.group_pages))
     with target.storage() as storage, Rig(target, geometry, storage, page_num=PAGES) as rig:
-        for name, flags in presence.items():
-            stored = [i for i, flag in enumerate(flags) if flag]
+        for name, present in flags.items():
+            stored = [i for i, flag in enumerate(present) if flag]
             if stored:
                 assert rig.set(PoolName(name), [keys[i] for i in stored], stored) == [True] * len(stored)
-        expected = expected_exists_v2(keys, transfers, lambda pool, key: presence[pool][keys.index(key)])
+        expected = expected_exists_v2(keys, transfers, lambda pool, key: flags[pool][keys.index(key)])
         problems = check_exists_result(rig.backend.batch_exists_v2(keys, transfers), expected)
         assert not problems, "; ".join(problems)

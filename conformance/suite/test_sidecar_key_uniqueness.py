@@ -18,16 +18,24 @@ from conformance.rig import Rig, Target
 from conformance.strategies import adversarial_keys, model_names, render_page
 from conformance.suite._common import GEOMETRIES, entry_identity, ids
 
-configs = st.lists(
-    st.tuples(model_names, st.sampled_from([(0, 1), (0, 2), (1, 2), (1, 12), (11, 2), (2, 11)])),
-    min_size=1,
-    max_size=3,
-    unique=True,
-)
+RANKS = [(0, 1), (0, 2), (1, 2), (1, 12), (11, 2), (2, 11)]
+
+
+def spellings(model: str) -> list[str]:
+    """Names a careless scheme might fold together with ``model``."""
+    return sorted({model, model.replace("/", "-"), model.replace("/", "_"), model.replace("_", "/"), f"{model}_1"})
+
+
+@st.composite
+def configs(draw: st.DrawFn) -> list[tuple[str, tuple[int, int]]]:
+    """A serving config, every near-spelling of its model at the same rank, and another rank."""
+    model = draw(st.one_of(model_names.map(lambda m: m if "/" in m else f"org/{m}"), model_names))
+    rank, other = draw(st.lists(st.sampled_from(RANKS), min_size=2, max_size=2, unique=True))
+    return [(m, rank) for m in spellings(model)] + [(model, other)]
 
 
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
-@given(keys=st.lists(adversarial_keys(), min_size=1, max_size=4, unique=True), configs=configs)
+@given(keys=st.lists(adversarial_keys(), min_size=1, max_size=4, unique=True), configs=configs())
 def test_every_config_pool_and_key_has_its_own_stored_object(target: Target, geometry, keys, configs) -> None:
     """Cross-writes of adversarial keys, pools, model names and TP ranks never overwrite each other."""
     assume(all(len(k.encode()) <= 1024 for k in keys))

@@ -1,0 +1,26 @@
+"""Defect: names glued from strings, as upstream HiCacheFile does: ``{key}.{pool}_{model}_{rank}_{size}``.
+
+``/`` in a model becomes ``-``, and nothing stops a key from spelling the glue itself, so KV key
+``h.swa`` meets SWA key ``h``, and model ``org/m`` meets ``org-m``.
+"""
+
+from __future__ import annotations
+
+from conformance.capabilities import BackendSpec
+from conformance.interface import PoolName
+from conformance.memory_backend import CAPABILITIES, MemoryBackend, ObjectName
+
+
+class GluedNamesBackend(MemoryBackend):
+    def object_name(self, pool_name: str, key: str) -> ObjectName:
+        c = self.config
+        model = "-".join((c.model_name or "").split("/"))
+        if c.is_mla_model and pool_name != str(PoolName.MAMBA):
+            suffix = f"_{model}"
+        else:
+            suffix = f"_{model}_{c.tp_rank}_{c.tp_size}"
+        stem = key if pool_name == str(PoolName.KV) else f"{key}.{pool_name}"
+        return (f"{stem}{suffix}",)
+
+
+SPEC = BackendSpec("broken-glued-names", GluedNamesBackend, CAPABILITIES)

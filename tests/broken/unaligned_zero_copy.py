@@ -1,0 +1,22 @@
+"""Defect: the reference backend moves every pool in place, even misaligned ones under O_DIRECT."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from conformance.capabilities import BackendSpec
+from conformance.interface import HiCacheStorageConfig
+from reference_backend.backend import CAPABILITIES, NixlBackend
+
+
+class UnalignedZeroCopyBackend(NixlBackend):
+    def moves_in_place(self, host: Any) -> bool:
+        return True
+
+
+def _factory(config: HiCacheStorageConfig, storage_dir: Path) -> UnalignedZeroCopyBackend:
+    return UnalignedZeroCopyBackend(config, storage_dir)
+
+
+SPEC = BackendSpec("broken-unaligned-zero-copy", _factory, CAPABILITIES)

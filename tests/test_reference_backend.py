@@ -1,0 +1,187 @@
+"""The reference backend's decisions, transfer assembly and on-disk discipline, on real NIXL files."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+
+from conformance.hostpools import MISALIGNMENT, MHAHostPool, MultiRegionHostPool
+from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
+from reference_backend.backend import NixlBackend
+from reference_backend.config import BackendConfig
+from reference_backend.naming import TEMP_PREFIX, entry_path
+
+PAGES = 4
+
+
+def config(direct: bool = False, **extra) -> HiCacheStorageConfig:
+    return HiCacheStorageConfig(0, 1, 0, 1, 0, 1, False, False, True, "org/model",
+                                extra_config={"use_direct_io": direct, **extra})
+
+
+def kv_pool(misalign: int = 0, head_dim: int = 256) -> MHAHostPool:
+    return MHAHostPool(layer_num=1, head_num=1, head_dim=head_dim, page_size=8, page_num=PAGES,
+                       dtype=torch.bfloat16, layout="page_first", misalign=misalign)
+
+
+def side_pool(misalign: int = 0) -> MultiRegionHostPool:
+    return MultiRegionHostPool(regions=[(torch.float32, (64,)), (torch.bfloat16, (224,))], page_size=1,
+                               page_num=PAGES, dtype=torch.uint8, misalign=misalign)
+
+
+@pytest.fixture
+def make(tmp_path: Path):
+    made: list[NixlBackend] = []
+
+    def build(direct: bool = False, kv: MHAHostPool | None = None, **side) -> NixlBackend:
+        backend = NixlBackend(config(direct), tmp_path)
+        backend.register_mem_pool_host(kv or kv_pool())
+        for name, pool in side.items():
+            backend.register_mem_host_pool_v2(pool, PoolName(name))
+        made.append(backend)
+        return backend
+
+    yield build
+    for backend in made:
+        backend.close()
+
+
+def indices(pool, pages) -> torch.Tensor:
+    return torch.tensor([p * pool.page_size + t for p in pages for t in range(pool.page_size)])
+
+
+@pytest.mark.parametrize(("direct", "misalign", "head_dim", "expected"), [
+    (True, 0, 256, "zero_copy"),
+    (True, MISALIGNMENT, 256, "staged"),
+    (True, 0, 32, "staged"),
+    (False, MISALIGNMENT, 32, "zero_copy"),
+    (False, 0, 256, "zero_copy"),
+])
+def test_pages_move_in_place_only_where_o_direct_allows(make, direct, misalign, head_dim, expected) -> None:
+    backend = make(direct, kv=kv_pool(misalign, head_dim))
+    assert backend.transfer_mode(PoolName.KV) == expected
+
+
+def test_staging_buffers_are_raw_bytes_owned_by_one_pool_and_one_direction(make) -> None:
+    kv, swa, idx = kv_pool(MISALIGNMENT), side_pool(), side_pool(MISALIGNMENT)
+    backend = make(True, kv=kv, swa=swa, indexer=idx)
+    keys = ["a", "b"]
+    transfers = [PoolTransfer(name=n, host_indices=indices(p, [0, 1]), keys=keys)
+                 for n, p in ((PoolName.KV, kv), (PoolName.SWA, swa), (PoolName.INDEXER, idx))]
+    assert all(all(v) for v in backend.batch_set_v2(transfers).values())
+    assert all(all(v) for v in backend.batch_get_v2(transfers).values())
+    buffers = [buf for lane in backend._lanes.values() for buf, _ in lane.staging.values()]
+    assert len(buffers) == 6
+    assert all(b.dtype is torch.uint8 for b in buffers)
+    assert len({b.data_ptr() for b in buffers}) == 6
+
+
+def test_a_multi_pool_batch_is_one_nixl_transfer(make) -> None:
+    kv, swa = kv_pool(), side_pool()
+    backend = make(True, kv=kv, swa=swa)
+    lane = backend._lanes["WRITE"]
+    calls = []
+    real = lane.agent.initialize_xfer
+    lane.agent.initialize_xfer = lambda *a, **k: calls.append(a) or real(*a, **k)
+    try:
+        result = backend.batch_set_v2([
+            PoolTransfer(name=PoolName.KV, host_indices=indices(kv, range(PAGES)), keys=list("abcd")),
+            PoolTransfer(name=PoolName.SWA, host_indices=indices(swa, range(PAGES)), keys=list("abcd")),
+        ])
+    finally:
+        del lane.agent.initialize_xfer
+    assert result == {"kv": [True] * 4, "swa": [True] * 4}
+    assert len(calls) == 1
+    dram = calls[0][1]
+    # zero-copy KV: a header plus K and V per page; staged SWA: one whole record per page
+    assert dram.descCount() == PAGES * 3 + PAGES
+
+
+def test_descriptors_place_regions_at_the_records_offsets(make) -> None:
+    kv = kv_pool()
+    backend = make(False, kv=kv)
+    items = backend._plan("kv", ["x"], indices(kv, [2]))
+    for item in items:
+        item.fd = 99
+    dram, file = backend._descriptors(backend._lanes["WRITE"], items, writing=True)
+    layout = backend._pools["kv"].layout
+    ptrs, sizes = kv.get_page_buffer_meta(indices(kv, [2]))
+    assert [tuple(r) for r in file.tolist()] == [(0, 512, 99)] + [(o, s, 99) for o, s in zip(layout.offsets, sizes)]
+    assert [r[0] for r in dram.tolist()[1:]] == ptrs
+
+
+def test_a_zero_byte_or_short_file_is_neither_present_nor_readable(make, tmp_path: Path) -> None:
+    kv = kv_pool()
+    backend = make(False, kv=kv)
+    assert backend.batch_set_v1(["good", "short"], indices(kv, [0, 1])) == [True, True]
+    short = entry_path(str(tmp_path), backend._scopes["kv"], "kv", "short")
+    os.truncate(short, 100)
+    empty = entry_path(str(tmp_path), backend._scopes["kv"], "kv", "empty")
+    os.makedirs(os.path.dirname(empty), exist_ok=True)
+    Path(empty).touch()
+    assert backend.batch_exists(["good", "short"]) == 1
+    assert backend.batch_exists(["empty"]) == 0
+    assert backend.batch_get_v1(["good", "short", "empty"], indices(kv, [0, 1, 2])) == [True, False, False]
+
+
+def test_a_record_under_another_entrys_name_is_refused(make, tmp_path: Path) -> None:
+    kv = kv_pool()
+    backend = make(False, kv=kv)
+    assert backend.batch_set_v1(["a"], indices(kv, [0])) == [True]
+    scope = backend._scopes["kv"]
+    b = entry_path(str(tmp_path), scope, "kv", "b")
+    os.makedirs(os.path.dirname(b), exist_ok=True)
+    os.link(entry_path(str(tmp_path), scope, "kv", "a"), b)
+    assert backend.batch_exists(["b"]) == 1
+    assert backend.batch_get_v1(["b"], indices(kv, [1])) == [False]
+
+
+def test_temp_files_are_never_entries(make, tmp_path: Path) -> None:
+    kv = kv_pool()
+    backend = make(False, kv=kv)
+    assert backend.batch_set_v1(["a"], indices(kv, [0])) == [True]
+    folder = os.path.dirname(entry_path(str(tmp_path), backend._scopes["kv"], "kv", "a"))
+    Path(folder, f"{TEMP_PREFIX}crashed").write_bytes(b"\0" * 4096)
+    assert backend.stored_object_count() == 1
+
+
+def test_clear_removes_every_entry(make) -> None:
+    kv = kv_pool()
+    backend = make(False, kv=kv)
+    assert backend.batch_set_v1(list("abc"), indices(kv, [0, 1, 2])) == [True] * 3
+    assert backend.clear()
+    assert backend.batch_exists(list("abc")) == 0
+    assert backend.stored_object_count() == 0
+
+
+def test_a_closed_backend_refuses_work(make) -> None:
+    kv = kv_pool()
+    backend = make(False, kv=kv)
+    backend.close()
+    assert backend.batch_set_v1(["a"], indices(kv, [0])) == [False]
+
+
+@pytest.mark.parametrize(("extra", "direct", "queue"), [
+    ({"use_direct_io": True}, True, "aio"),
+    ({"plugin": {"posix": {"active": True, "use_uring": "true"}}}, False, "uring"),
+    ({"use_uring": "true"}, False, "uring"),
+    ({"queue": "uring", "use_direct_io": "false"}, False, "uring"),
+    ({}, False, "aio"),
+])
+def test_upstream_extra_config_keys_keep_their_meaning(extra, direct, queue, tmp_path: Path) -> None:
+    settings = BackendConfig.from_extra(extra, tmp_path)
+    assert (settings.direct_io, settings.queue, settings.storage_dir) == (direct, queue, tmp_path)
+
+
+def test_sglangs_dynamic_loader_kwargs_and_env_pick_the_folder(tmp_path: Path, monkeypatch) -> None:
+    assert BackendConfig.from_extra({}, {"storage_dir": str(tmp_path)}).storage_dir == tmp_path
+    monkeypatch.setenv("SGLANG_HICACHE_NIXL_BACKEND_STORAGE_DIR", str(tmp_path / "env"))
+    assert BackendConfig.from_extra({}, {}).storage_dir == tmp_path / "env"
+
+
+def test_only_the_posix_plugin_is_accepted(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="POSIX"):
+        BackendConfig.from_extra({"plugin": {"gds": {"active": True}}}, tmp_path)

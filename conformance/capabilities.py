@@ -38,9 +38,7 @@ class Capabilities:
     concurrent: bool = False
     reports_transfer_mode: bool = False
     enumerates_objects: bool = False
-    io_modes: Mapping[str, Mapping[str, Any]] = field(
-        default_factory=lambda: {"default": {}}
-    )
+    io_modes: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {"default": {}})
     direct_io_modes: frozenset[str] = frozenset()
 
     def as_dict(self) -> dict[str, Any]:

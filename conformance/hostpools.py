@@ -321,12 +321,9 @@ class MambaHostPool(HostPoolDouble):
         self.page_size, self.size, self.layout = 1, size, layout
         self.dtype = conv_dtype
         self.misalign = misalign
-        self.temporal_buffer = aligned_empty(
-            (size, num_layers, 1, *temporal_shape), temporal_dtype, misalign
-        )
+        self.temporal_buffer = aligned_empty((size, num_layers, 1, *temporal_shape), temporal_dtype, misalign)
         self.conv_buffer = [
-            aligned_empty((size, num_layers, 1, *shape), conv_dtype, misalign)
-            for shape in conv_shapes
+            aligned_empty((size, num_layers, 1, *shape), conv_dtype, misalign) for shape in conv_shapes
         ]
 
     def backing(self) -> list[torch.Tensor]:
@@ -402,8 +399,7 @@ class MultiRegionHostPool(HostPoolDouble):
         self.dtype = dtype if dtype is not None else regions[0][0]
         self.misalign = misalign
         self.buffers = [
-            aligned_empty((page_num, *shape), region_dtype, misalign)
-            for region_dtype, shape in regions
+            aligned_empty((page_num, *shape), region_dtype, misalign) for region_dtype, shape in regions
         ]
 
     def backing(self) -> list[torch.Tensor]:

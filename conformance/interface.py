@@ -148,9 +148,7 @@ class HiCacheStorageV2(Protocol):
         extra_info: HiCacheStorageExtraInfo | None = None,
     ) -> list[bool]: ...
 
-    def batch_exists(
-        self, keys: list[str], extra_info: HiCacheStorageExtraInfo | None = None
-    ) -> int: ...
+    def batch_exists(self, keys: list[str], extra_info: HiCacheStorageExtraInfo | None = None) -> int: ...
 
     def batch_set_v2(
         self,

@@ -100,10 +100,7 @@ class MemoryBackend:
             return [False] * (len(keys) if isinstance(keys, list) else 0)
         with self._lock:
             pages = [self._store.get(self.object_name(pool_name, k)) for k in keys]
-        return [
-            page is not None and self.restore(pool, start, page)
-            for start, page in zip(starts, pages)
-        ]
+        return [page is not None and self.restore(pool, start, page) for start, page in zip(starts, pages)]
 
     # -- v1 ----------------------------------------------------------------------------------
 

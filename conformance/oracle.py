@@ -37,14 +37,12 @@ def leading_run(flags: Sequence[bool]) -> int:
 
 def _restorable(transfer: PoolTransfer, keys: Sequence[str], kv_pages: int, present: Presence) -> set[int]:
     name = str(transfer.name)
-    if transfer.hit_policy is PoolHitPolicy.ALL_PAGES:
+    if PoolHitPolicy(transfer.hit_policy) is PoolHitPolicy.ALL_PAGES:
         boundary = leading_run([present(name, keys[i]) for i in range(kv_pages)])
         return set(range(1, boundary + 1))
     window = max(1, len(transfer.keys or []))
     return {
-        p
-        for p in range(1, kv_pages + 1)
-        if all(present(name, keys[i]) for i in range(max(0, p - window), p))
+        p for p in range(1, kv_pages + 1) if all(present(name, keys[i]) for i in range(max(0, p - window), p))
     }
 
 
@@ -76,7 +74,7 @@ def expected_exists_v2(
     hits: dict[str, int] = {str(PoolName.KV): kv_pages} if kv_pages else {}
     restorable = set(range(1, kv_pages + 1))
     for transfer in transfers:
-        if transfer.hit_policy is PoolHitPolicy.BLOCK_GROUPS:
+        if PoolHitPolicy(transfer.hit_policy) is PoolHitPolicy.BLOCK_GROUPS:
             figure = block_group_pages(transfer, present)
         else:
             pool_restorable = _restorable(transfer, keys, kv_pages, present)
@@ -111,7 +109,6 @@ def check_exists_result(actual: PoolTransferResult, expected: ExpectedExists) ->
         and list(actual.restorable_prefix_pages) != expected.restorable_prefix_pages
     ):
         problems.append(
-            f"restorable_prefix_pages {actual.restorable_prefix_pages} != "
-            f"{expected.restorable_prefix_pages}"
+            f"restorable_prefix_pages {actual.restorable_prefix_pages} != {expected.restorable_prefix_pages}"
         )
     return problems

@@ -11,6 +11,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
@@ -45,9 +46,13 @@ _skips_key = pytest.StashKey[list[tuple[str, str]]]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hicache-conformance")
-    group.addoption("--backend", default=None, help="backend to certify: a registered name or package.module:factory")
+    group.addoption(
+        "--backend", default=None, help="backend to certify: a registered name or package.module:factory"
+    )
     group.addoption("--backend-mode", default=None, help="I/O mode the backend declares (default: its first)")
-    group.addoption("--storage-dir", default=None, help="where storage locations are made (default: a temp dir)")
+    group.addoption(
+        "--storage-dir", default=None, help="where storage locations are made (default: a temp dir)"
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -84,13 +89,13 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
-    outcome = yield
+    outcome: Any = yield
     report: pytest.TestReport = outcome.get_result()
     target = item.config.stash.get(_target_key, None)
     if target is None:
         return
     if report.failed and call.when == "call":
-        doc = (getattr(item, "function", None).__doc__ or "").strip().splitlines()  # type: ignore[union-attr]
+        doc = (getattr(getattr(item, "function", None), "__doc__", None) or "").strip().splitlines()
         report.sections.append(
             (
                 "hicache-conformance",

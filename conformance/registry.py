@@ -60,6 +60,5 @@ def resolve_backend(name: str) -> BackendSpec:
             obj = getattr(obj, part)
         return _as_spec(obj, name)
     raise BackendResolutionError(
-        f"unknown backend {name!r}: registered names are {registered_names()}, "
-        "or give package.module:factory"
+        f"unknown backend {name!r}: registered names are {registered_names()}, or give package.module:factory"
     )

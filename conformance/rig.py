@@ -104,7 +104,9 @@ class Rig:
         if pools is None:
             pools = {geometry.kv.name: geometry.kv.build(layout=layout, misalign=misalign, page_num=page_num)}
             for spec in target.usable_pools(geometry):
-                pools[spec.name] = spec.build(layout=side_layout(layout), misalign=misalign, page_num=page_num)
+                pools[spec.name] = spec.build(
+                    layout=side_layout(layout), misalign=misalign, page_num=page_num
+                )
         self.pools = pools
         self.config = HiCacheStorageConfig(
             tp_rank=tp_rank,

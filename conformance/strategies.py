@@ -58,9 +58,7 @@ def render_segment(segment: Segment, rng: np.random.Generator, stride: int) -> b
 def render_page(pool: HostPoolDouble, seed: int, stride: int, salt: int = 0) -> bytes:
     """A full page for ``pool``: deterministic in (seed, stride, salt), distinct across salts."""
     rng = np.random.default_rng([seed, salt])
-    return b"".join(
-        render_segment(segment, rng, stride) for region in pool.segments() for segment in region
-    )
+    return b"".join(render_segment(segment, rng, stride) for region in pool.segments() for segment in region)
 
 
 payload_seeds = st.integers(min_value=0, max_value=2**32 - 1)
@@ -76,10 +74,23 @@ separators = st.sampled_from(["_", "/", ".", "-", ":", "\\", " ", "..", "%2F"])
 @st.composite
 def adversarial_keys(draw: st.DrawFn) -> str:
     """Keys built to collide under a careless naming scheme."""
-    base = draw(st.one_of(st.text(alphabet="0123456789abcdef", min_size=1, max_size=16), st.text(_key_alphabet, min_size=1, max_size=12)))
+    base = draw(
+        st.one_of(
+            st.text(alphabet="0123456789abcdef", min_size=1, max_size=16),
+            st.text(_key_alphabet, min_size=1, max_size=12),
+        )
+    )
     parts = [base]
     for _ in range(draw(st.integers(0, 3))):
-        parts.append(draw(st.one_of(pool_suffixes, separators, st.sampled_from(["kv", "mamba", "indexer", "swa", "0", "1", "2"]))))
+        parts.append(
+            draw(
+                st.one_of(
+                    pool_suffixes,
+                    separators,
+                    st.sampled_from(["kv", "mamba", "indexer", "swa", "0", "1", "2"]),
+                )
+            )
+        )
     key = "".join(parts)
     if draw(st.booleans()):
         key = key + "x" * draw(st.integers(200, 260))

@@ -13,7 +13,7 @@ import uuid
 from typing import Any
 
 os.environ.setdefault("NIXL_LOG_LEVEL", "WARN")
-from nixl._api import nixl_agent, nixl_agent_config  # noqa: E402
+from nixl._api import nixl_agent, nixl_agent_config
 
 _free: dict[tuple[tuple[str, str], ...], list[Any]] = {}
 _lock = threading.Lock()

@@ -18,6 +18,7 @@ Design, in the order a batch meets it:
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import shutil
@@ -62,9 +63,7 @@ class _Pool:
 
     def regions(self, starts: list[int]) -> list[tuple[int, int]]:
         """(address, bytes) of every region of each page, page by page."""
-        idx = torch.tensor(
-            [s + t for s in starts for t in range(self.host.page_size)], dtype=torch.int64
-        )
+        idx = torch.tensor([s + t for s in starts for t in range(self.host.page_size)], dtype=torch.int64)
         ptrs, sizes = self.host.get_page_buffer_meta(idx)
         return list(zip((int(p) for p in ptrs), (int(s) for s in sizes)))
 
@@ -349,10 +348,8 @@ class NixlBackend:
             os.close(item.fd)
             item.fd = -1
         if item.tmp:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(item.tmp)
-            except OSError:
-                pass
 
     def _read(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
         lane = self._lanes["READ"]
@@ -399,7 +396,9 @@ class NixlBackend:
         plan = self._plan(KV, keys, host_indices)
         return self._read([plan])[0] if plan is not None else self._failed(keys)
 
-    def _batch_v2(self, transfers: list[PoolTransfer], run: Callable[[list[list[_Item] | None]], list[list[bool]]]) -> dict[str, list[bool]]:
+    def _batch_v2(
+        self, transfers: list[PoolTransfer], run: Callable[[list[list[_Item] | None]], list[list[bool]]]
+    ) -> dict[str, list[bool]]:
         names = [str(t.name) for t in transfers]
         if len(set(names)) != len(names):
             return {n: self._failed(t.keys) for n, t in zip(names, transfers)}
@@ -451,7 +450,7 @@ class NixlBackend:
         usable[0] = False
         for t in pool_transfers or []:
             name = str(t.name)
-            if t.hit_policy is PoolHitPolicy.BLOCK_GROUPS:
+            if PoolHitPolicy(t.hit_policy) is PoolHitPolicy.BLOCK_GROUPS:
                 figure = self._block_groups(t)
             else:
                 present = self._present(name, keys[:kv])
@@ -467,7 +466,7 @@ class NixlBackend:
     def _restorable(t: PoolTransfer, present: list[bool]) -> list[bool]:
         """Per prefix length 0..kv, whether this pool can restore it under its policy."""
         kv = len(present)
-        if t.hit_policy is PoolHitPolicy.ALL_PAGES:
+        if PoolHitPolicy(t.hit_policy) is PoolHitPolicy.ALL_PAGES:
             run = present.index(False) if False in present else kv
             return [0 < p <= run for p in range(kv + 1)]
         window = max(1, len(t.keys or []))
@@ -499,12 +498,7 @@ class NixlBackend:
         return True
 
     def stored_object_count(self) -> int:
-        return sum(
-            1
-            for _, _, files in os.walk(self.root)
-            for f in files
-            if not f.startswith(TEMP_PREFIX)
-        )
+        return sum(1 for _, _, files in os.walk(self.root) for f in files if not f.startswith(TEMP_PREFIX))
 
     def close(self) -> None:
         if self._closed:
@@ -521,10 +515,8 @@ class NixlBackend:
             agents.release(lane.agent)
 
     def __del__(self) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self.close()
-        except Exception:
-            pass
 
 
 def _factory(config: HiCacheStorageConfig, storage_dir: Path) -> NixlBackend:

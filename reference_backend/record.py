@@ -49,7 +49,7 @@ class RecordLayout:
         return (head + sizes).ljust(UNIT, b"\x00")
 
     def header_matches(self, header: bytes | memoryview, digest: bytes) -> bool:
-        return bytes(header[: UNIT]) == self.header(digest)
+        return bytes(header[:UNIT]) == self.header(digest)
 
 
 def layout_from_sizes(sizes: Sequence[int]) -> RecordLayout:

@@ -55,8 +55,15 @@ def test_mamba_pages_serialise_as_uint8_while_dtype_is_the_conv_dtype() -> None:
 
 
 def test_mha_page_first_pointers_follow_upstreams_formula() -> None:
-    pool = MHAHostPool(layer_num=3, head_num=2, head_dim=16, page_size=4, page_num=5,
-                       dtype=torch.float16, layout="page_first")
+    pool = MHAHostPool(
+        layer_num=3,
+        head_num=2,
+        head_dim=16,
+        page_size=4,
+        page_num=5,
+        dtype=torch.float16,
+        layout="page_first",
+    )
     base, item = pool.kv_buffer.data_ptr(), 2
     ptrs, sizes = pool.get_page_buffer_meta(torch.arange(8, 12))
     k = base + 8 * 3 * 2 * 16 * item
@@ -74,8 +81,16 @@ def test_aligned_empty_places_the_first_byte_as_asked(misalign: int) -> None:
 
 def test_stride_alignment_needs_an_aligned_base_and_a_4096_multiple_stride() -> None:
     def mha(head_dim: int, misalign: int, layout: str = "page_first") -> MHAHostPool:
-        return MHAHostPool(layer_num=1, head_num=1, head_dim=head_dim, page_size=8, page_num=4,
-                           dtype=torch.bfloat16, layout=layout, misalign=misalign)
+        return MHAHostPool(
+            layer_num=1,
+            head_num=1,
+            head_dim=head_dim,
+            page_size=8,
+            page_num=4,
+            dtype=torch.bfloat16,
+            layout=layout,
+            misalign=misalign,
+        )
 
     assert mha(256, 0).is_stride_page_aligned(4096)
     assert not mha(256, 64).is_stride_page_aligned(4096)

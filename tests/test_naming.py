@@ -30,7 +30,9 @@ def test_an_encoding_is_one_safe_file_name(text: str) -> None:
     assert 0 < len(name.encode()) <= MAX_NAME + 1
 
 
-@given(key=st.one_of(texts, st.sampled_from(["../x", "/etc/passwd", "..", ".", "a/../../b", "~x", "x" * 5000])))
+@given(
+    key=st.one_of(texts, st.sampled_from(["../x", "/etc/passwd", "..", ".", "a/../../b", "~x", "x" * 5000]))
+)
 def test_every_key_lands_inside_the_root(key: str) -> None:
     root = "/srv/store"
     path = entry_path(root, scope_for(config(), PoolName.KV), PoolName.KV, key)
@@ -39,16 +41,25 @@ def test_every_key_lands_inside_the_root(key: str) -> None:
 
 
 def test_mla_kv_is_shared_across_ranks_but_mamba_is_not() -> None:
-    kv0, kv1 = scope_for(config(rank=0, size=2, mla=True), PoolName.KV), scope_for(config(rank=1, size=2, mla=True), PoolName.KV)
+    kv0, kv1 = (
+        scope_for(config(rank=0, size=2, mla=True), PoolName.KV),
+        scope_for(config(rank=1, size=2, mla=True), PoolName.KV),
+    )
     assert kv0 == kv1
-    m0, m1 = scope_for(config(rank=0, size=2, mla=True), PoolName.MAMBA), scope_for(config(rank=1, size=2, mla=True), PoolName.MAMBA)
+    m0, m1 = (
+        scope_for(config(rank=0, size=2, mla=True), PoolName.MAMBA),
+        scope_for(config(rank=1, size=2, mla=True), PoolName.MAMBA),
+    )
     assert m0 != m1
     assert scope_for(config(rank=0, size=2), PoolName.KV) != scope_for(config(rank=1, size=2), PoolName.KV)
 
 
 def test_model_spellings_and_rank_splits_stay_apart() -> None:
-    scopes = {scope_for(config(model=m, rank=r, size=s), PoolName.KV)
-              for m in ("org/m", "org-m", "org_m") for r, s in ((1, 12), (11, 2))}
+    scopes = {
+        scope_for(config(model=m, rank=r, size=s), PoolName.KV)
+        for m in ("org/m", "org-m", "org_m")
+        for r, s in ((1, 12), (11, 2))
+    }
     assert len(scopes) == 6
 
 

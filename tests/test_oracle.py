@@ -32,7 +32,9 @@ def test_kv_alone_is_the_leading_run() -> None:
 
 
 def test_all_pages_cuts_the_prefix_at_the_pools_first_gap() -> None:
-    got = expected_exists_v2(KEYS, [own("indexer", PoolName.INDEXER, ALL)], presence({"kv": "111111", "indexer": "110111"}))
+    got = expected_exists_v2(
+        KEYS, [own("indexer", PoolName.INDEXER, ALL)], presence({"kv": "111111", "indexer": "110111"})
+    )
     assert got.kv_hit_pages == 2
     assert got.extra_pool_hit_pages == {"kv": 6, "indexer": 2}
 
@@ -47,7 +49,9 @@ def test_trailing_pages_needs_only_the_window_ending_at_the_prefix() -> None:
 def test_the_usable_prefix_is_restorable_by_every_pool_not_the_minimum_of_their_figures() -> None:
     mamba = own("mamba", PoolName.MAMBA, TRAIL, keys=KEYS[-1:])
     indexer = own("indexer", PoolName.INDEXER, ALL)
-    got = expected_exists_v2(KEYS[:5], [mamba, indexer], presence({"kv": "11111", "mamba": "11101", "indexer": "11110"}))
+    got = expected_exists_v2(
+        KEYS[:5], [mamba, indexer], presence({"kv": "11111", "mamba": "11101", "indexer": "11110"})
+    )
     assert got.extra_pool_hit_pages == {"kv": 5, "mamba": 5, "indexer": 4}
     assert got.kv_hit_pages == 3
 
@@ -68,7 +72,11 @@ def test_the_checker_names_each_departure_and_forgives_omitted_pools_only_at_zer
     indexer = own("indexer", PoolName.INDEXER, ALL)
     expected = expected_exists_v2(KEYS, [indexer], presence({"kv": "111111", "indexer": "111111"}))
     assert check_exists_result(PoolTransferResult(6, {"kv": 6, "indexer": 6}), expected) == []
-    assert check_exists_result(PoolTransferResult(6, {"kv": 6}), expected) == ["pool 'indexer' hit pages None != 6"]
-    assert check_exists_result(PoolTransferResult(5, {"kv": 6, "indexer": 6}), expected) == ["kv_hit_pages 5 != 6"]
+    assert check_exists_result(PoolTransferResult(6, {"kv": 6}), expected) == [
+        "pool 'indexer' hit pages None != 6"
+    ]
+    assert check_exists_result(PoolTransferResult(5, {"kv": 6, "indexer": 6}), expected) == [
+        "kv_hit_pages 5 != 6"
+    ]
     nothing = expected_exists_v2(KEYS, [indexer], presence({"kv": "111111"}))
     assert check_exists_result(PoolTransferResult(0, {"kv": 6}), nothing) == []

@@ -18,18 +18,32 @@ PAGES = 4
 
 
 def config(direct: bool = False, **extra) -> HiCacheStorageConfig:
-    return HiCacheStorageConfig(0, 1, 0, 1, 0, 1, False, False, True, "org/model",
-                                extra_config={"use_direct_io": direct, **extra})
+    return HiCacheStorageConfig(
+        0, 1, 0, 1, 0, 1, False, False, True, "org/model", extra_config={"use_direct_io": direct, **extra}
+    )
 
 
 def kv_pool(misalign: int = 0, head_dim: int = 256) -> MHAHostPool:
-    return MHAHostPool(layer_num=1, head_num=1, head_dim=head_dim, page_size=8, page_num=PAGES,
-                       dtype=torch.bfloat16, layout="page_first", misalign=misalign)
+    return MHAHostPool(
+        layer_num=1,
+        head_num=1,
+        head_dim=head_dim,
+        page_size=8,
+        page_num=PAGES,
+        dtype=torch.bfloat16,
+        layout="page_first",
+        misalign=misalign,
+    )
 
 
 def side_pool(misalign: int = 0) -> MultiRegionHostPool:
-    return MultiRegionHostPool(regions=[(torch.float32, (64,)), (torch.bfloat16, (224,))], page_size=1,
-                               page_num=PAGES, dtype=torch.uint8, misalign=misalign)
+    return MultiRegionHostPool(
+        regions=[(torch.float32, (64,)), (torch.bfloat16, (224,))],
+        page_size=1,
+        page_num=PAGES,
+        dtype=torch.uint8,
+        misalign=misalign,
+    )
 
 
 @pytest.fixture
@@ -53,13 +67,16 @@ def indices(pool, pages) -> torch.Tensor:
     return torch.tensor([p * pool.page_size + t for p in pages for t in range(pool.page_size)])
 
 
-@pytest.mark.parametrize(("direct", "misalign", "head_dim", "expected"), [
-    (True, 0, 256, "zero_copy"),
-    (True, MISALIGNMENT, 256, "staged"),
-    (True, 0, 32, "staged"),
-    (False, MISALIGNMENT, 32, "zero_copy"),
-    (False, 0, 256, "zero_copy"),
-])
+@pytest.mark.parametrize(
+    ("direct", "misalign", "head_dim", "expected"),
+    [
+        (True, 0, 256, "zero_copy"),
+        (True, MISALIGNMENT, 256, "staged"),
+        (True, 0, 32, "staged"),
+        (False, MISALIGNMENT, 32, "zero_copy"),
+        (False, 0, 256, "zero_copy"),
+    ],
+)
 def test_pages_move_in_place_only_where_o_direct_allows(make, direct, misalign, head_dim, expected) -> None:
     backend = make(direct, kv=kv_pool(misalign, head_dim))
     assert backend.transfer_mode(PoolName.KV) == expected
@@ -69,8 +86,10 @@ def test_staging_buffers_are_raw_bytes_owned_by_one_pool_and_one_direction(make)
     kv, swa, idx = kv_pool(MISALIGNMENT), side_pool(), side_pool(MISALIGNMENT)
     backend = make(True, kv=kv, swa=swa, indexer=idx)
     keys = ["a", "b"]
-    transfers = [PoolTransfer(name=n, host_indices=indices(p, [0, 1]), keys=keys)
-                 for n, p in ((PoolName.KV, kv), (PoolName.SWA, swa), (PoolName.INDEXER, idx))]
+    transfers = [
+        PoolTransfer(name=n, host_indices=indices(p, [0, 1]), keys=keys)
+        for n, p in ((PoolName.KV, kv), (PoolName.SWA, swa), (PoolName.INDEXER, idx))
+    ]
     assert all(all(v) for v in backend.batch_set_v2(transfers).values())
     assert all(all(v) for v in backend.batch_get_v2(transfers).values())
     buffers = [buf for lane in backend._lanes.values() for buf, _ in lane.staging.values()]
@@ -85,12 +104,19 @@ def test_a_multi_pool_batch_is_one_nixl_transfer(make) -> None:
     lane = backend._lanes["WRITE"]
     calls = []
     real = lane.agent.initialize_xfer
-    lane.agent.initialize_xfer = lambda *a, **k: calls.append(a) or real(*a, **k)
+
+    def counting(*args, **kwargs):
+        calls.append(args)
+        return real(*args, **kwargs)
+
+    lane.agent.initialize_xfer = counting
     try:
-        result = backend.batch_set_v2([
-            PoolTransfer(name=PoolName.KV, host_indices=indices(kv, range(PAGES)), keys=list("abcd")),
-            PoolTransfer(name=PoolName.SWA, host_indices=indices(swa, range(PAGES)), keys=list("abcd")),
-        ])
+        result = backend.batch_set_v2(
+            [
+                PoolTransfer(name=PoolName.KV, host_indices=indices(kv, range(PAGES)), keys=list("abcd")),
+                PoolTransfer(name=PoolName.SWA, host_indices=indices(swa, range(PAGES)), keys=list("abcd")),
+            ]
+        )
     finally:
         del lane.agent.initialize_xfer
     assert result == {"kv": [True] * 4, "swa": [True] * 4}
@@ -109,7 +135,9 @@ def test_descriptors_place_regions_at_the_records_offsets(make) -> None:
     dram, file = backend._descriptors(backend._lanes["WRITE"], items, writing=True)
     layout = backend._pools["kv"].layout
     ptrs, sizes = kv.get_page_buffer_meta(indices(kv, [2]))
-    assert [tuple(r) for r in file.tolist()] == [(0, 512, 99)] + [(o, s, 99) for o, s in zip(layout.offsets, sizes)]
+    assert [tuple(r) for r in file.tolist()] == [(0, 512, 99)] + [
+        (o, s, 99) for o, s in zip(layout.offsets, sizes)
+    ]
     assert [r[0] for r in dram.tolist()[1:]] == ptrs
 
 
@@ -164,13 +192,16 @@ def test_a_closed_backend_refuses_work(make) -> None:
     assert backend.batch_set_v1(["a"], indices(kv, [0])) == [False]
 
 
-@pytest.mark.parametrize(("extra", "direct", "queue"), [
-    ({"use_direct_io": True}, True, "aio"),
-    ({"plugin": {"posix": {"active": True, "use_uring": "true"}}}, False, "uring"),
-    ({"use_uring": "true"}, False, "uring"),
-    ({"queue": "uring", "use_direct_io": "false"}, False, "uring"),
-    ({}, False, "aio"),
-])
+@pytest.mark.parametrize(
+    ("extra", "direct", "queue"),
+    [
+        ({"use_direct_io": True}, True, "aio"),
+        ({"plugin": {"posix": {"active": True, "use_uring": "true"}}}, False, "uring"),
+        ({"use_uring": "true"}, False, "uring"),
+        ({"queue": "uring", "use_direct_io": "false"}, False, "uring"),
+        ({}, False, "aio"),
+    ],
+)
 def test_upstream_extra_config_keys_keep_their_meaning(extra, direct, queue, tmp_path: Path) -> None:
     settings = BackendConfig.from_extra(extra, tmp_path)
     assert (settings.direct_io, settings.queue, settings.storage_dir) == (direct, queue, tmp_path)

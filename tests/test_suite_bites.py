@@ -10,18 +10,46 @@ from __future__ import annotations
 import pytest
 
 BROKEN = [
-    ("dtype_staging", "test_dtype_byte_exactness", "test_side_pool_pages_round_trip_byte_for_byte_through_v2"),
+    (
+        "dtype_staging",
+        "test_dtype_byte_exactness",
+        "test_side_pool_pages_round_trip_byte_for_byte_through_v2",
+    ),
     ("dtype_staging", "test_dtype_byte_exactness", "test_kv_pages_round_trip_byte_for_byte_through_v1"),
     ("pool_blind_names", "test_pool_isolation", "test_overwriting_one_pool_never_changes_another_pool"),
-    ("pool_blind_names", "test_pool_isolation", "test_entries_in_one_pool_are_invisible_to_another_pools_exists"),
+    (
+        "pool_blind_names",
+        "test_pool_isolation",
+        "test_entries_in_one_pool_are_invisible_to_another_pools_exists",
+    ),
     ("scribbling_get", "test_pool_isolation", "test_get_never_touches_host_memory_outside_its_target_slots"),
-    ("glued_names", "test_sidecar_key_uniqueness", "test_every_config_pool_and_key_has_its_own_stored_object"),
+    (
+        "glued_names",
+        "test_sidecar_key_uniqueness",
+        "test_every_config_pool_and_key_has_its_own_stored_object",
+    ),
     ("glued_names", "test_sidecar_key_uniqueness", "test_keys_that_spell_another_pools_suffix_stay_distinct"),
-    ("rank_blind_names", "test_sidecar_key_uniqueness", "test_every_config_pool_and_key_has_its_own_stored_object"),
-    ("partial_exists", "test_exists_hit_policies", "test_batch_exists_counts_the_leading_run_of_present_keys"),
+    (
+        "rank_blind_names",
+        "test_sidecar_key_uniqueness",
+        "test_every_config_pool_and_key_has_its_own_stored_object",
+    ),
+    (
+        "partial_exists",
+        "test_exists_hit_policies",
+        "test_batch_exists_counts_the_leading_run_of_present_keys",
+    ),
     ("per_pool_minimum", "test_exists_hit_policies", "test_batch_exists_v2_follows_every_pools_hit_policy"),
-    ("unaligned_zero_copy", "test_alignment_fallback", "test_aligned_pools_move_in_place_and_misaligned_pools_are_staged_under_o_direct"),
-    ("unaligned_zero_copy", "test_alignment_fallback", "test_every_stride_and_base_alignment_round_trips_in_every_io_mode"),
+    (
+        "unaligned_zero_copy",
+        "test_alignment_fallback",
+        "test_aligned_pools_move_in_place_and_misaligned_pools_are_staged_under_o_direct",
+    ),
+    (
+        "unaligned_zero_copy",
+        "test_alignment_fallback",
+        "test_every_stride_and_base_alignment_round_trips_in_every_io_mode",
+    ),
 ]
 
 # Properties checked over a fixed table rather than drawn by hypothesis: no example to shrink.
@@ -36,7 +64,11 @@ def test_a_backend_with_one_defect_fails_the_property_that_guards_it(
 ) -> None:
     """``pytest --backend=<broken>`` exits non-zero and reports the right property."""
     result = pytester.runpytest(
-        f"--backend=tests.broken.{broken}:SPEC", "-k", f"{family} and {prop}", "-p", "no:cacheprovider",
+        f"--backend=tests.broken.{broken}:SPEC",
+        "-k",
+        f"{family} and {prop}",
+        "-p",
+        "no:cacheprovider",
         "--hypothesis-seed=0",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
@@ -45,7 +77,7 @@ def test_a_backend_with_one_defect_fails_the_property_that_guards_it(
     result.stdout.fnmatch_lines([f"FAILED *{family}.py::{prop}*"])
     if prop not in DETERMINISTIC:
         result.stdout.fnmatch_lines(["*Falsifying*example*"])
-    result.stdout.fnmatch_lines([f"*backend: broken-*"])
+    result.stdout.fnmatch_lines(["*backend: broken-*"])
     result.stdout.fnmatch_lines([f"*property: *{prop}*"])
 
 
@@ -54,13 +86,19 @@ def test_the_memory_backend_passes_the_whole_suite(pytester: pytest.Pytester) ->
     result = pytester.runpytest("--backend=memory", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=54, skipped=6)
     result.stdout.fnmatch_lines(
-        ["*hicache-conformance: memory*", "*skipped properties (6)*", "*SKIP*does not declare reports_transfer_mode*"]
+        [
+            "*hicache-conformance: memory*",
+            "*skipped properties (6)*",
+            "*SKIP*does not declare reports_transfer_mode*",
+        ]
     )
 
 
 def test_the_suite_runs_spread_over_processes(pytester: pytest.Pytester) -> None:
     """``-n 2`` (pytest-xdist) runs the same suite on workers."""
-    result = pytester.runpytest_subprocess("--backend=memory", "-n", "2", "-p", "no:cacheprovider", "-k", "exists")
+    result = pytester.runpytest_subprocess(
+        "--backend=memory", "-n", "2", "-p", "no:cacheprovider", "-k", "exists"
+    )
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["*passed*"])
 

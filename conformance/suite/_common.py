@@ -17,9 +17,7 @@ kv_layouts = st.sampled_from(KV_LAYOUTS)
 
 def page_lists(page_num: int, max_pages: int = 4) -> st.SearchStrategy[list[int]]:
     """Distinct host pages in any order: a backend must honour each page's own slots."""
-    return st.lists(
-        st.integers(0, page_num - 1), min_size=1, max_size=min(max_pages, page_num), unique=True
-    )
+    return st.lists(st.integers(0, page_num - 1), min_size=1, max_size=min(max_pages, page_num), unique=True)
 
 
 def ids(geometries: list[ModelGeometry]) -> list[str]:

@@ -28,9 +28,19 @@ KV_STRIDES = {"4096-multiple": 256, "512-multiple": 32, "unaligned": 11}  # head
 
 
 def _pools(stride: str, misalign: int) -> dict[PoolName, HostPoolDouble]:
-    kv = MHAHostPool(layer_num=1, head_num=1, head_dim=KV_STRIDES[stride], page_size=8, page_num=PAGES,
-                     dtype=torch.bfloat16, layout="page_first", misalign=misalign)
-    side = MultiRegionHostPool(regions=STRIDES[stride], page_size=1, page_num=PAGES, dtype=torch.uint8, misalign=misalign)
+    kv = MHAHostPool(
+        layer_num=1,
+        head_num=1,
+        head_dim=KV_STRIDES[stride],
+        page_size=8,
+        page_num=PAGES,
+        dtype=torch.bfloat16,
+        layout="page_first",
+        misalign=misalign,
+    )
+    side = MultiRegionHostPool(
+        regions=STRIDES[stride], page_size=1, page_num=PAGES, dtype=torch.uint8, misalign=misalign
+    )
     return {PoolName.KV: kv, PoolName.SWA: side}
 
 
@@ -41,7 +51,9 @@ def _modes(target: Target) -> list[str]:
 @pytest.mark.parametrize("stride", list(STRIDES))
 @pytest.mark.parametrize("misalign", [0, MISALIGNMENT], ids=["aligned-base", "misaligned-base"])
 @given(seed=payload_seeds, data=st.data())
-def test_every_stride_and_base_alignment_round_trips_in_every_io_mode(target: Target, stride, misalign, seed, data) -> None:
+def test_every_stride_and_base_alignment_round_trips_in_every_io_mode(
+    target: Target, stride: str, misalign: int, seed: int, data: st.DataObject
+) -> None:
     """Pages of every stride class, on aligned and misaligned bases, round-trip in each I/O mode."""
     mode = data.draw(st.sampled_from(_modes(target)), label="io mode")
     geometry = load_geometry("adversarial")
@@ -54,15 +66,21 @@ def test_every_stride_and_base_alignment_round_trips_in_every_io_mode(target: Ta
             written = [render_page(pool, seed, 3, salt=i) for i in range(3)]
             for i, payload in enumerate(written):
                 rig.put(name, i, payload)
-            assert rig.set(name, ["a", "b", "c"], [0, 1, 2]) == [True] * 3, f"{mode}: {name} set failed ({pool.describe()})"
+            assert rig.set(name, ["a", "b", "c"], [0, 1, 2]) == [True] * 3, (
+                f"{mode}: {name} set failed ({pool.describe()})"
+            )
             pool.fill(0)
             assert rig.get(name, ["a", "b", "c"], [3, 4, 5]) == [True] * 3, f"{mode}: {name} get failed"
-            assert [rig.take(name, p) for p in (3, 4, 5)] == written, f"{mode}: {name} bytes differ ({pool.describe()})"
+            assert [rig.take(name, p) for p in (3, 4, 5)] == written, (
+                f"{mode}: {name} bytes differ ({pool.describe()})"
+            )
 
 
 @pytest.mark.parametrize("stride", list(STRIDES))
 @pytest.mark.parametrize("misalign", [0, MISALIGNMENT], ids=["aligned-base", "misaligned-base"])
-def test_aligned_pools_move_in_place_and_misaligned_pools_are_staged_under_o_direct(target: Target, stride, misalign) -> None:
+def test_aligned_pools_move_in_place_and_misaligned_pools_are_staged_under_o_direct(
+    target: Target, stride: str, misalign: int
+) -> None:
     """Aligned pools take zero-copy in every mode; misaligned ones never do with O_DIRECT."""
     target.require("reports_transfer_mode")
     geometry = load_geometry("adversarial")
@@ -70,7 +88,10 @@ def test_aligned_pools_move_in_place_and_misaligned_pools_are_staged_under_o_dir
         moded = target.with_mode(mode)
         pools = _pools(stride, misalign)
         names = [PoolName.KV] + ([PoolName.SWA] if PoolName.SWA in target.caps.side_pools else [])
-        with moded.storage() as storage, Rig(moded, geometry, storage, pools={n: pools[n] for n in names}) as rig:
+        with (
+            moded.storage() as storage,
+            Rig(moded, geometry, storage, pools={n: pools[n] for n in names}) as rig,
+        ):
             for name in names:
                 moved = rig.backend.transfer_mode(name)
                 if pools[name].is_stride_page_aligned(4096):

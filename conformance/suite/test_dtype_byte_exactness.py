@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conformance.geometry import ModelGeometry
 from conformance.interface import PoolName
 from conformance.rig import Rig, Target
 from conformance.strategies import pattern_strides, payload_seeds, render_page
@@ -36,28 +37,55 @@ def _round_trip(rig: Rig, name: PoolName, src: list[int], dst: list[int], seed: 
 
 
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
-@given(seed=payload_seeds, stride=pattern_strides, layout=kv_layouts, misalign=misaligns,
-       pages=page_lists(PAGES), data=st.data())
+@given(
+    seed=payload_seeds,
+    stride=pattern_strides,
+    layout=kv_layouts,
+    misalign=misaligns,
+    pages=page_lists(PAGES),
+    data=st.data(),
+)
 def test_kv_pages_round_trip_byte_for_byte_through_v1(
-    target: Target, geometry, seed, stride, layout, misalign, pages, data
+    target: Target,
+    geometry: ModelGeometry,
+    seed: int,
+    stride: int,
+    layout: str,
+    misalign: int,
+    pages: list[int],
+    data: st.DataObject,
 ) -> None:
     """KV pages stored with batch_set_v1 read back bit-identical, into other slots too."""
     target.require("v1_kv")
     target.require_layout(layout)
     dst = data.draw(st.permutations(range(PAGES)).map(lambda p: p[: len(pages)]), label="dst")
-    with target.storage() as storage, Rig(target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig:
+    with (
+        target.storage() as storage,
+        Rig(target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig,
+    ):
         _round_trip(rig, PoolName.KV, pages, dst, seed, stride)
 
 
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
-@given(seed=payload_seeds, stride=pattern_strides, layout=kv_layouts, misalign=misaligns, pages=page_lists(PAGES))
+@given(
+    seed=payload_seeds, stride=pattern_strides, layout=kv_layouts, misalign=misaligns, pages=page_lists(PAGES)
+)
 def test_kv_pages_round_trip_byte_for_byte_through_v2(
-    target: Target, geometry, seed, stride, layout, misalign, pages
+    target: Target,
+    geometry: ModelGeometry,
+    seed: int,
+    stride: int,
+    layout: str,
+    misalign: int,
+    pages: list[int],
 ) -> None:
     """KV pages moved as a v2 PoolTransfer read back bit-identical (upstream NIXL returns False)."""
     target.require("kv_through_v2")
     target.require_layout(layout)
-    with target.storage() as storage, Rig(target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig:
+    with (
+        target.storage() as storage,
+        Rig(target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig,
+    ):
         pool = rig.pool(PoolName.KV)
         keys = [f"v2-{p}" for p in pages]
         written = [render_page(pool, seed, stride, salt=p) for p in pages]
@@ -70,15 +98,31 @@ def test_kv_pages_round_trip_byte_for_byte_through_v2(
 
 
 @pytest.mark.parametrize("geometry", HYBRID, ids=ids(HYBRID))
-@given(seed=payload_seeds, stride=pattern_strides, layout=kv_layouts, misalign=misaligns,
-       pages=page_lists(PAGES), data=st.data())
+@given(
+    seed=payload_seeds,
+    stride=pattern_strides,
+    layout=kv_layouts,
+    misalign=misaligns,
+    pages=page_lists(PAGES),
+    data=st.data(),
+)
 def test_side_pool_pages_round_trip_byte_for_byte_through_v2(
-    target: Target, geometry, seed, stride, layout, misalign, pages, data
+    target: Target,
+    geometry: ModelGeometry,
+    seed: int,
+    stride: int,
+    layout: str,
+    misalign: int,
+    pages: list[int],
+    data: st.DataObject,
 ) -> None:
     """Side-pool pages (fp32+bf16 Mamba, fp8+fp32 indexer, mixed regions) read back bit-identical."""
     specs = target.require_side_pools(geometry)
     target.require_layout(layout)
     dst = data.draw(st.permutations(range(PAGES)).map(lambda p: p[: len(pages)]), label="dst")
-    with target.storage() as storage, Rig(target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig:
+    with (
+        target.storage() as storage,
+        Rig(target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig,
+    ):
         for spec in specs:
             _round_trip(rig, spec.name, pages, dst, seed, stride)

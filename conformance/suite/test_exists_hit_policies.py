@@ -12,6 +12,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from conformance.geometry import ModelGeometry
 from conformance.interface import PoolHitPolicy, PoolName, PoolTransfer
 from conformance.oracle import check_exists_result, expected_exists_v2, leading_run
 from conformance.rig import Rig, Target
@@ -20,12 +21,14 @@ from conformance.suite._common import GEOMETRIES, HYBRID, ids
 PAGES = 8
 # Mostly-present pages make long prefixes, where policies disagree; cheap enough to try more.
 mostly_present = st.sampled_from([True, True, True, False])
-MORE = settings(max_examples=settings.default.max_examples * 5)
+MORE = settings(max_examples=settings().max_examples * 5)
 
 
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
 @given(present=st.lists(mostly_present, min_size=0, max_size=PAGES))
-def test_batch_exists_counts_the_leading_run_of_present_keys(target: Target, geometry, present) -> None:
+def test_batch_exists_counts_the_leading_run_of_present_keys(
+    target: Target, geometry: ModelGeometry, present: list[bool]
+) -> None:
     """batch_exists is the length of the leading run of stored KV keys, gaps and all."""
     keys = [f"run-{i}" for i in range(len(present))]
     with target.storage() as storage, Rig(target, geometry, storage, page_num=PAGES) as rig:
@@ -71,7 +74,9 @@ TRAILING_GAP_BEFORE_ALL_GAP = Presence(
 @MORE
 @given(presence=presences())
 @example(presence=TRAILING_GAP_BEFORE_ALL_GAP)
-def test_batch_exists_v2_follows_every_pools_hit_policy(target: Target, geometry, presence: Presence) -> None:
+def test_batch_exists_v2_follows_every_pools_hit_policy(
+    target: Target, geometry: ModelGeometry, presence: Presence
+) -> None:
     """The usable prefix and each pool's figure match the oracle for ALL, TRAILING and BLOCK_GROUPS."""
     specs = target.require_side_pools(geometry)
     for spec in specs:
@@ -83,9 +88,20 @@ def test_batch_exists_v2_follows_every_pools_hit_policy(target: Target, geometry
     transfers = []
     for i, spec in enumerate(specs):
         flags[str(spec.name)] = presence.of(i)
-        own = keys[max(0, n - presence.windows[i]):] if spec.hit_policy is PoolHitPolicy.TRAILING_PAGES else keys
-        transfers.append(PoolTransfer(name=spec.name, keys=own, hit_policy=spec.hit_policy,
-                                      block_pages=spec.block_pages, group_pages=spec.group_pages))
+        own = (
+            keys[max(0, n - presence.windows[i]) :]
+            if spec.hit_policy is PoolHitPolicy.TRAILING_PAGES
+            else keys
+        )
+        transfers.append(
+            PoolTransfer(
+                name=spec.name,
+                keys=own,
+                hit_policy=spec.hit_policy,
+                block_pages=spec.block_pages,
+                group_pages=spec.group_pages,
+            )
+        )
     with target.storage() as storage, Rig(target, geometry, storage, page_num=PAGES) as rig:
         for name, present in flags.items():
             stored = [i for i, flag in enumerate(present) if flag]

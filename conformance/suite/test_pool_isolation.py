@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conformance.geometry import ModelGeometry
 from conformance.interface import PoolName, PoolTransfer
 from conformance.rig import Rig, Target
 from conformance.strategies import payload_seeds, render_page
@@ -36,12 +37,23 @@ def _store_everything(rig: Rig, keys: list[str], seed: int, salt: int) -> dict[P
 
 @pytest.mark.parametrize("geometry", HYBRID, ids=ids(HYBRID))
 @given(seed=payload_seeds, layout=kv_layouts, misalign=misaligns, count=st.integers(1, 4), data=st.data())
-def test_overwriting_one_pool_never_changes_another_pool(target: Target, geometry, seed, layout, misalign, count, data) -> None:
+def test_overwriting_one_pool_never_changes_another_pool(
+    target: Target,
+    geometry: ModelGeometry,
+    seed: int,
+    layout: str,
+    misalign: int,
+    count: int,
+    data: st.DataObject,
+) -> None:
     """After the same keys are stored in every pool, overwriting one pool leaves the rest intact."""
     target.require_side_pools(geometry)
     target.require_layout(layout)
     keys = [f"shared-{i}" for i in range(count)]
-    with target.storage() as storage, Rig(target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig:
+    with (
+        target.storage() as storage,
+        Rig(target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig,
+    ):
         written = _store_everything(rig, keys, seed, salt=0)
         victim = data.draw(st.sampled_from(_all_pools(rig)), label="overwritten pool")
         pool = rig.pool(victim)
@@ -60,7 +72,9 @@ def test_overwriting_one_pool_never_changes_another_pool(target: Target, geometr
 
 @pytest.mark.parametrize("geometry", HYBRID, ids=ids(HYBRID))
 @given(seed=payload_seeds, layout=kv_layouts, count=st.integers(1, 4), data=st.data())
-def test_entries_in_one_pool_are_invisible_to_another_pools_exists(target: Target, geometry, seed, layout, count, data) -> None:
+def test_entries_in_one_pool_are_invisible_to_another_pools_exists(
+    target: Target, geometry: ModelGeometry, seed: int, layout: str, count: int, data: st.DataObject
+) -> None:
     """Storing a key in one pool never makes it exist, or count as a hit, in another pool."""
     specs = target.require_side_pools(geometry)
     target.require_layout(layout)
@@ -70,15 +84,30 @@ def test_entries_in_one_pool_are_invisible_to_another_pools_exists(target: Targe
         rig.put(side.name, 0, render_page(rig.pool(side.name), seed, 2))
         assert rig.set(side.name, keys, range(count)) == [True] * count
         assert rig.backend.batch_exists(keys) == 0, f"{side.name} entries counted as KV hits"
-        result = rig.backend.batch_exists_v2(keys, [PoolTransfer(name=side.name, keys=keys, hit_policy=side.hit_policy,
-                                                                 block_pages=side.block_pages, group_pages=side.group_pages)])
+        result = rig.backend.batch_exists_v2(
+            keys,
+            [
+                PoolTransfer(
+                    name=side.name,
+                    keys=keys,
+                    hit_policy=side.hit_policy,
+                    block_pages=side.block_pages,
+                    group_pages=side.group_pages,
+                )
+            ],
+        )
         assert result.kv_hit_pages == 0
         assert rig.set(PoolName.KV, keys, range(count)) == [True] * count
         others = [s for s in specs if s.name is not side.name]
         if others:
             other = others[0]
-            transfer = PoolTransfer(name=other.name, keys=keys, hit_policy=other.hit_policy,
-                                    block_pages=other.block_pages, group_pages=other.group_pages)
+            transfer = PoolTransfer(
+                name=other.name,
+                keys=keys,
+                hit_policy=other.hit_policy,
+                block_pages=other.block_pages,
+                group_pages=other.group_pages,
+            )
             result = rig.backend.batch_exists_v2(keys, [transfer])
             assert dict(result.extra_pool_hit_pages).get(str(other.name), 0) == 0, (
                 f"{side.name} entries counted as {other.name} hits"
@@ -87,10 +116,15 @@ def test_entries_in_one_pool_are_invisible_to_another_pools_exists(target: Targe
 
 @pytest.mark.parametrize("geometry", HYBRID, ids=ids(HYBRID))
 @given(seed=payload_seeds, layout=kv_layouts, misalign=misaligns, data=st.data())
-def test_get_never_touches_host_memory_outside_its_target_slots(target: Target, geometry, seed, layout, misalign, data) -> None:
+def test_get_never_touches_host_memory_outside_its_target_slots(
+    target: Target, geometry: ModelGeometry, seed: int, layout: str, misalign: int, data: st.DataObject
+) -> None:
     """A get fills exactly its target pages; every other byte of every pool keeps its canary."""
     target.require_layout(layout)
-    with target.storage() as storage, Rig(target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig:
+    with (
+        target.storage() as storage,
+        Rig(target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig,
+    ):
         names = _all_pools(rig)
         count = data.draw(st.integers(1, 3), label="pages")
         keys = [f"canary-{i}" for i in range(count)]
@@ -107,7 +141,9 @@ def test_get_never_touches_host_memory_outside_its_target_slots(target: Target, 
                 if page in dst:
                     assert got == written[name][dst.index(page)], f"{name} page {page} wrong"
                 else:
-                    assert got == b"\xc3" * len(got), f"get wrote into {name} page {page}, outside its targets"
+                    assert got == b"\xc3" * len(got), (
+                        f"get wrote into {name} page {page}, outside its targets"
+                    )
             canary = bytes([0xC3])
             for buf in pool.snapshot():
                 assert buf.count(canary) >= len(buf) - count * pool.page_nbytes(), (

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from conformance.geometry import ModelGeometry
 from conformance.interface import PoolName
 from conformance.rig import Rig, Target
 from conformance.strategies import adversarial_keys, model_names, render_page
@@ -23,7 +24,9 @@ RANKS = [(0, 1), (0, 2), (1, 2), (1, 12), (11, 2), (2, 11)]
 
 def spellings(model: str) -> list[str]:
     """Names a careless scheme might fold together with ``model``."""
-    return sorted({model, model.replace("/", "-"), model.replace("/", "_"), model.replace("_", "/"), f"{model}_1"})
+    return sorted(
+        {model, model.replace("/", "-"), model.replace("/", "_"), model.replace("_", "/"), f"{model}_1"}
+    )
 
 
 @st.composite
@@ -36,7 +39,9 @@ def configs(draw: st.DrawFn) -> list[tuple[str, tuple[int, int]]]:
 
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
 @given(keys=st.lists(adversarial_keys(), min_size=1, max_size=4, unique=True), configs=configs())
-def test_every_config_pool_and_key_has_its_own_stored_object(target: Target, geometry, keys, configs) -> None:
+def test_every_config_pool_and_key_has_its_own_stored_object(
+    target: Target, geometry: ModelGeometry, keys: list[str], configs: list[tuple[str, tuple[int, int]]]
+) -> None:
     """Cross-writes of adversarial keys, pools, model names and TP ranks never overwrite each other."""
     assume(all(len(k.encode()) <= 1024 for k in keys))
     last_writer: dict[tuple[object, ...], bytes] = {}
@@ -71,14 +76,20 @@ def test_every_config_pool_and_key_has_its_own_stored_object(target: Target, geo
                 rig.close()
 
 
-@pytest.mark.parametrize("geometry", [g for g in GEOMETRIES if g.side_pools], ids=ids([g for g in GEOMETRIES if g.side_pools]))
+@pytest.mark.parametrize(
+    "geometry", [g for g in GEOMETRIES if g.side_pools], ids=ids([g for g in GEOMETRIES if g.side_pools])
+)
 @given(stem=st.text("0123456789abcdef", min_size=1, max_size=8))
-def test_keys_that_spell_another_pools_suffix_stay_distinct(target: Target, geometry, stem) -> None:
+def test_keys_that_spell_another_pools_suffix_stay_distinct(
+    target: Target, geometry: ModelGeometry, stem: str
+) -> None:
     """``h`` in pool P never meets ``h_P``, ``h.P`` or ``h_k`` in any pool."""
     target.require_side_pools(geometry)
     with target.storage() as storage, Rig(target, geometry, storage, page_num=8) as rig:
         names = list(rig.pools)
-        spelled = [stem] + [f"{stem}{sep}{n}" for sep, n in product(("_", "."), names)] + [f"{stem}_k", f"{stem}_v"]
+        spelled = (
+            [stem] + [f"{stem}{sep}{n}" for sep, n in product(("_", "."), names)] + [f"{stem}_k", f"{stem}_v"]
+        )
         spelled = list(dict.fromkeys(spelled))[:8]
         expected: dict[tuple[PoolName, str], bytes] = {}
         for n, name in enumerate(names):

@@ -1,0 +1,39 @@
+"""The class SGLang's ``StorageBackendFactory`` loads: our backend under SGLang's ABC.
+
+SGLang's dynamic loader imports ``module_path``, takes ``class_name``, checks that it subclasses
+``HiCacheStorage`` and calls ``cls(storage_config, kwargs)``. This module makes that subclass; it
+imports SGLang, so only SGLang itself should import it. Our code reads SGLang's own
+``PoolTransfer``/``PoolName``/``PoolHitPolicy`` objects by value, so no translation is needed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sglang.srt.mem_cache.hicache_storage import HiCacheStorage
+
+from reference_backend.backend import NixlBackend
+
+
+class HiCacheNixlReference(NixlBackend, HiCacheStorage):
+    """``--hicache-storage-backend dynamic`` target; see the README for the extra_config."""
+
+    def get(self, key: str, target_location: Any = None, target_sizes: Any = None) -> Any:
+        raise NotImplementedError("the legacy single-key API is not supported; use batch_*_v1/v2")
+
+    def batch_get(self, keys: list[str], target_locations: Any = None, target_sizes: Any = None) -> Any:
+        raise NotImplementedError("the legacy single-key API is not supported; use batch_*_v1/v2")
+
+    def set(self, key: str, value: Any = None, target_location: Any = None, target_sizes: Any = None) -> bool:
+        raise NotImplementedError("the legacy single-key API is not supported; use batch_*_v1/v2")
+
+    def batch_set(
+        self, keys: list[str], values: Any = None, target_locations: Any = None, target_sizes: Any = None
+    ) -> bool:
+        raise NotImplementedError("the legacy single-key API is not supported; use batch_*_v1/v2")
+
+    def exists(self, key: str) -> bool:
+        return self.batch_exists([key]) == 1
+
+    def get_stats(self) -> dict[str, int]:
+        return {"objects": self.stored_object_count()}

@@ -1,0 +1,21 @@
+"""The reference backend certifies clean: every property, nothing skipped, in every I/O mode."""
+
+from __future__ import annotations
+
+import pytest
+
+from reference_backend.backend import CAPABILITIES
+
+
+@pytest.mark.parametrize("mode", sorted(CAPABILITIES.io_modes))
+def test_the_reference_backend_passes_the_whole_suite_with_nothing_skipped(
+    pytester: pytest.Pytester, mode: str
+) -> None:
+    result = pytester.runpytest_subprocess(
+        "--backend=nixl", f"--backend-mode={mode}", "-p", "no:cacheprovider"
+    )
+    assert result.ret == pytest.ExitCode.OK
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("skipped", 0) == 0
+    assert outcomes["passed"] >= 60
+    result.stdout.fnmatch_lines([f"*hicache-conformance: nixl ({mode})*", "skipped properties: none"])

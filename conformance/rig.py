@@ -77,6 +77,23 @@ class Target:
             pytest.skip(f"backend {self.spec.name!r} does not declare layout {layout}")
 
 
+def byte_difference(got: bytes, want: bytes) -> str | None:
+    """A short account of how two pages differ, or None when they are identical.
+
+    Pages are kilobytes: pytest's own diff of two such ``bytes`` takes minutes per example.
+    """
+    if got == want:
+        return None
+    if len(got) != len(want):
+        return f"{len(got)} bytes where {len(want)} were stored"
+    diffs = [i for i in range(len(got)) if got[i] != want[i]]
+    at = diffs[0]
+    return (
+        f"{len(diffs)} of {len(got)} bytes differ; first at offset {at}: "
+        f"{got[at : at + 8].hex()} where {want[at : at + 8].hex()} was stored"
+    )
+
+
 def side_layout(layout: str) -> str:
     """Side pools exist only page-first; they follow the KV layout where they can."""
     return "page_first_direct" if layout == "page_first_direct" else "page_first"
@@ -160,6 +177,15 @@ class Rig:
 
     def take(self, name: PoolName, page: int) -> bytes:
         return self.pools[name].read_page(page * self.pools[name].page_size)
+
+    def expect(self, name: PoolName, page: int, want: bytes, context: str = "") -> None:
+        """Fail, briefly, unless host page ``page`` of pool ``name`` holds exactly ``want``."""
+        problem = byte_difference(self.take(name, page), want)
+        if problem:
+            pool = self.pools[name]
+            raise AssertionError(
+                f"{name} page {page}{' (' + context + ')' if context else ''}: {problem}; {pool.describe()}"
+            )
 
     def set(self, name: PoolName, keys: Sequence[str], pages: Sequence[int]) -> list[bool]:
         """Store pages through v1 for KV (when claimed) and v2 otherwise."""

@@ -46,7 +46,7 @@ from conformance.validation import page_starts
 from reference_backend import __version__, agents
 from reference_backend.config import BackendConfig
 from reference_backend.naming import TEMP_PREFIX, Scope, entry_digest, entry_path, scope_for
-from reference_backend.record import UNIT, RecordLayout, layout_from_sizes
+from reference_backend.record import UNIT, RecordLayout, crc_of, layout_from_sizes
 
 KV = str(PoolName.KV)
 
@@ -230,38 +230,45 @@ class NixlBackend:
                     file.append((0, pool.layout.size, item.fd))
         return np.array(dram, dtype=np.uint64), np.array(file, dtype=np.uint64)
 
-    @staticmethod
-    def _stage_out(item: _Item, regions: list[tuple[int, int]]) -> None:
-        """Write the header, and for staged pools the page's raw bytes, into the item's slot."""
+    def _stage_out(self, item: _Item, regions: list[tuple[int, int]]) -> None:
+        """Write the page's raw bytes (staged pools) and its header into the item's slot."""
         layout = item.pool.layout
-        header = layout.header(item.digest)
-        ctypes.memmove(item.slot, header, UNIT)
         if item.pool.zero_copy:
-            return
-        if item.pool.has_meta:
-            for (ptr, size), off in zip(regions, layout.offsets):
-                ctypes.memmove(item.slot + off, ptr, size)
+            payload = regions
+        elif item.pool.has_meta:
+            payload = [(item.slot + off, size) for (_, size), off in zip(regions, layout.offsets)]
+            for (ptr, size), (dst, _) in zip(regions, payload):
+                ctypes.memmove(dst, ptr, size)
         else:
             page = item.pool.host.get_data_page(item.start, flat=True).contiguous().view(torch.uint8)
-            ctypes.memmove(item.slot + layout.offsets[0], page.data_ptr(), page.numel())
+            payload = [(item.slot + layout.offsets[0], page.numel())]
+            ctypes.memmove(payload[0][0], page.data_ptr(), page.numel())
+        crc = crc_of(payload) if self.settings.verify else None
+        ctypes.memmove(item.slot, layout.header(item.digest, crc), UNIT)
 
-    @staticmethod
-    def _stage_in(item: _Item) -> bool:
-        """Check the header; for staged pools, scatter the page's bytes into its host slots."""
+    def _stage_in(self, item: _Item) -> bool:
+        """Check header and CRC; for staged pools, scatter the page's bytes into its host slots."""
         pool = item.pool
-        header = ctypes.string_at(item.slot, UNIT)
-        if not pool.layout.header_matches(header, item.digest):
+        matches, crc = pool.layout.read_header(ctypes.string_at(item.slot, UNIT), item.digest)
+        if not matches:
+            return False
+        if pool.zero_copy:
+            payload = pool.regions([item.start])
+        else:
+            payload = [
+                (item.slot + off, size) for off, size in zip(pool.layout.offsets, pool.layout.region_sizes)
+            ]
+        if crc is not None and self.settings.verify and crc_of(payload) != crc:
             return False
         if pool.zero_copy:
             return True
         if pool.has_meta:
-            regions = pool.regions([item.start])
-            for (ptr, size), off in zip(regions, pool.layout.offsets):
-                ctypes.memmove(ptr, item.slot + off, size)
+            for (ptr, size), (src, _) in zip(pool.regions([item.start]), payload):
+                ctypes.memmove(ptr, src, size)
         else:
             page = pool.host.get_dummy_flat_data_page()
             raw = page.view(torch.uint8)
-            ctypes.memmove(raw.data_ptr(), item.slot + pool.layout.offsets[0], raw.numel())
+            ctypes.memmove(raw.data_ptr(), payload[0][0], raw.numel())
             pool.host.set_from_flat_data_page(item.start, page)
         return True
 

@@ -5,7 +5,7 @@ Upstream ``HiCacheNixl`` keys that apply here are honoured with the same meaning
 ``{"plugin": {"posix": {"active": true, ...params}}}`` or flat POSIX params such as
 ``{"use_uring": "true"}``. The storage folder comes, as upstream, from
 ``SGLANG_HICACHE_NIXL_BACKEND_STORAGE_DIR``; ours add ``storage_dir``, ``queue``
-(``aio`` | ``uring``) and ``fsync``.
+(``aio`` | ``uring``), ``fsync`` and ``verify`` (CRC-32 of every record, on by default).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 DEFAULT_DIR = "/tmp/hicache_storage"
 QUEUES = {"aio": {}, "uring": {"use_uring": "true"}}
-_OUR_KEYS = {"storage_dir", "queue", "fsync", "use_direct_io", "plugin"}
+_OUR_KEYS = {"storage_dir", "queue", "fsync", "verify", "use_direct_io", "plugin"}
 
 
 def _flag(value: Any) -> bool:
@@ -32,6 +32,7 @@ class BackendConfig:
     direct_io: bool = False
     queue: str = "aio"
     fsync: bool = False
+    verify: bool = True
 
     def plugin_params(self) -> dict[str, str]:
         return dict(QUEUES[self.queue])
@@ -65,4 +66,5 @@ class BackendConfig:
             direct_io=_flag(extra.get("use_direct_io", False)),
             queue=queue,
             fsync=_flag(extra.get("fsync", False)),
+            verify=_flag(extra.get("verify", True)),
         )

@@ -20,12 +20,14 @@ def test_regions_start_on_512_byte_offsets_and_the_record_is_whole_units(sizes) 
 
 def test_a_header_matches_only_its_own_entry_and_geometry() -> None:
     layout = layout_from_sizes((704,))
-    header = layout.header(b"a" * 16)
+    header = layout.header(b"a" * 16, crc=1234)
     assert len(header) == UNIT
-    assert layout.header_matches(header, b"a" * 16)
-    assert not layout.header_matches(header, b"b" * 16)
-    assert not layout_from_sizes((705,)).header_matches(header, b"a" * 16)
-    assert not layout.header_matches(bytes(UNIT), b"a" * 16)
+    assert layout.read_header(header, b"a" * 16) == (True, 1234)
+    assert layout.read_header(layout.header(b"a" * 16), b"a" * 16) == (True, None)
+    assert not layout.read_header(header, b"b" * 16)[0]
+    assert not layout_from_sizes((705,)).read_header(header, b"a" * 16)[0]
+    assert not layout.read_header(bytes(UNIT), b"a" * 16)[0]
+    assert not layout.read_header(header[:100], b"a" * 16)[0]
 
 
 @pytest.mark.parametrize("sizes", [(), (0,), (-1, 4)])

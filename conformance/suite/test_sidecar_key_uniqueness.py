@@ -64,9 +64,12 @@ def test_every_config_pool_and_key_has_its_own_stored_object(
                     rig.pool(name).fill(0x00)
                     assert rig.get(name, keys, range(len(keys))) == [True] * len(keys)
                     for i, key in enumerate(keys):
-                        assert rig.take(name, i) == last_writer[entry_identity(rig.config, name, key)], (
-                            f"{name} key {key!r} of {rig.config.model_name}@{rig.config.tp_rank}/"
-                            f"{rig.config.tp_size} reads back another entry's bytes"
+                        rig.expect(
+                            name,
+                            i,
+                            last_writer[entry_identity(rig.config, name, key)],
+                            f"key {key!r} of {rig.config.model_name}@"
+                            f"{rig.config.tp_rank}/{rig.config.tp_size}",
                         )
             if target.caps.enumerates_objects:
                 count = rigs[0].backend.stored_object_count()
@@ -102,4 +105,4 @@ def test_keys_that_spell_another_pools_suffix_stay_distinct(
             rig.pool(name).fill(0)
             assert rig.get(name, spelled, range(len(spelled))) == [True] * len(spelled)
             for i, key in enumerate(spelled):
-                assert rig.take(name, i) == expected[(name, key)], f"{name}/{key!r} collided"
+                rig.expect(name, i, expected[(name, key)], f"key {key!r}")

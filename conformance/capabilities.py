@@ -27,6 +27,12 @@ class Capabilities:
     ``direct_io_modes`` names those that use O_DIRECT, where misaligned memory must be staged.
     ``reports_transfer_mode`` promises ``backend.transfer_mode(pool) -> "zero_copy" | "staged"``;
     ``enumerates_objects`` promises ``backend.stored_object_count() -> int``.
+    ``persistence``: a new instance on the same storage, in any process, sees what was stored.
+    ``concurrent``: one instance may be called from several threads at once.
+    ``multiprocess``: several processes may share one storage location.
+    ``stores_files``: entries are regular files under the storage folder, which the suite may
+    truncate or corrupt. ``detects_corruption``: a damaged file reads back as False, never as
+    wrong bytes.
     """
 
     v1_kv: bool = True
@@ -36,6 +42,9 @@ class Capabilities:
     hit_policies: frozenset[PoolHitPolicy] = frozenset()
     persistence: bool = False
     concurrent: bool = False
+    multiprocess: bool = False
+    stores_files: bool = False
+    detects_corruption: bool = False
     reports_transfer_mode: bool = False
     enumerates_objects: bool = False
     io_modes: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {"default": {}})
@@ -50,6 +59,9 @@ class Capabilities:
             "hit_policies": sorted(str(h.value) for h in self.hit_policies),
             "persistence": self.persistence,
             "concurrent": self.concurrent,
+            "multiprocess": self.multiprocess,
+            "stores_files": self.stores_files,
+            "detects_corruption": self.detects_corruption,
             "reports_transfer_mode": self.reports_transfer_mode,
             "enumerates_objects": self.enumerates_objects,
             "io_modes": sorted(self.io_modes),

@@ -125,7 +125,6 @@ class NixlBackend:
         self._pools: dict[str, _Pool] = {}
         self._dram_regs: list[tuple[Any, Any]] = []
         self._scopes: dict[str, Scope] = {}
-        self._made_dirs: set[str] = set()
         self._closed = False
 
     # -- registration ------------------------------------------------------------------------
@@ -322,12 +321,14 @@ class NixlBackend:
 
     def _open_for_write(self, item: _Item) -> bool:
         folder = os.path.dirname(item.path)
+        item.tmp = os.path.join(folder, f"{TEMP_PREFIX}{uuid.uuid4().hex}")
+        flags = self._open_flags(os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         try:
-            if folder not in self._made_dirs:
+            try:
+                item.fd = os.open(item.tmp, flags, 0o644)
+            except FileNotFoundError:  # first entry in this folder, or another instance cleared it
                 os.makedirs(folder, exist_ok=True)
-                self._made_dirs.add(folder)
-            item.tmp = os.path.join(folder, f"{TEMP_PREFIX}{uuid.uuid4().hex}")
-            item.fd = os.open(item.tmp, self._open_flags(os.O_WRONLY | os.O_CREAT | os.O_EXCL), 0o644)
+                item.fd = os.open(item.tmp, flags, 0o644)
             os.ftruncate(item.fd, item.pool.layout.size)
             return True
         except OSError:
@@ -501,7 +502,6 @@ class NixlBackend:
         for name in os.listdir(self.root):
             if name[:1] in ("k", "~"):
                 shutil.rmtree(os.path.join(self.root, name), ignore_errors=True)
-        self._made_dirs.clear()
         return True
 
     def stored_object_count(self) -> int:
@@ -537,6 +537,9 @@ CAPABILITIES = Capabilities(
     hit_policies=frozenset(PoolHitPolicy),
     persistence=True,
     concurrent=True,
+    multiprocess=True,
+    stores_files=True,
+    detects_corruption=True,
     reports_transfer_mode=True,
     enumerates_objects=True,
     io_modes={

@@ -50,10 +50,38 @@ BROKEN = [
         "test_alignment_fallback",
         "test_every_stride_and_base_alignment_round_trips_in_every_io_mode",
     ),
+    ("no_validation", "test_bad_input", "test_keys_and_indices_of_different_lengths_are_refused"),
+    ("no_validation", "test_bad_input", "test_duplicate_keys_in_one_batch_are_refused"),
+    ("no_validation", "test_bad_input", "test_indices_outside_the_pool_are_refused"),
+    (
+        "clear_keeps_side_pools",
+        "test_stateful_model",
+        "test_random_operation_sequences_agree_with_a_dictionary_model",
+    ),
+    ("forgetful", "test_persistence", "test_a_restarted_backend_reads_back_what_it_stored"),
+    (
+        "racy_staging",
+        "test_concurrency",
+        "test_threads_storing_and_loading_disjoint_and_shared_keys_never_tear",
+    ),
+    ("size_blind_exists", "test_crash_and_faults", "test_a_truncated_object_is_neither_present_nor_readable"),
+    (
+        "in_place_writes",
+        "test_crash_and_faults",
+        "test_a_writer_killed_mid_batch_leaves_every_key_whole_or_absent",
+    ),
 ]
 
 # Properties checked over a fixed table rather than drawn by hypothesis: no example to shrink.
-DETERMINISTIC = {"test_aligned_pools_move_in_place_and_misaligned_pools_are_staged_under_o_direct"}
+DETERMINISTIC = {
+    "test_aligned_pools_move_in_place_and_misaligned_pools_are_staged_under_o_direct",
+    "test_keys_and_indices_of_different_lengths_are_refused",
+    "test_duplicate_keys_in_one_batch_are_refused",
+    "test_indices_outside_the_pool_are_refused",
+    "test_threads_storing_and_loading_disjoint_and_shared_keys_never_tear",
+    "test_a_truncated_object_is_neither_present_nor_readable",
+    "test_a_writer_killed_mid_batch_leaves_every_key_whole_or_absent",
+}
 
 
 @pytest.mark.parametrize(
@@ -76,7 +104,8 @@ def test_a_backend_with_one_defect_fails_the_property_that_guards_it(
     assert outcomes.get("failed", 0) >= 1
     result.stdout.fnmatch_lines([f"FAILED *{family}.py::{prop}*"])
     if prop not in DETERMINISTIC:
-        result.stdout.fnmatch_lines(["*Falsifying*example*"])
+        # hypothesis says "Falsifying example" before 6.16x, "Failing test case" after
+        result.stdout.re_match_lines([r".*(Falsifying|Failing) (example|explicit example|test case).*"])
     result.stdout.fnmatch_lines(["*backend: broken-*"])
     result.stdout.fnmatch_lines([f"*property: *{prop}*"])
 
@@ -84,14 +113,13 @@ def test_a_backend_with_one_defect_fails_the_property_that_guards_it(
 def test_the_memory_backend_passes_the_whole_suite(pytester: pytest.Pytester) -> None:
     """The model backend certifies clean, and the run lists every undeclared skip."""
     result = pytester.runpytest("--backend=memory", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=54, skipped=6)
-    result.stdout.fnmatch_lines(
-        [
-            "*hicache-conformance: memory*",
-            "*skipped properties (6)*",
-            "*SKIP*does not declare reports_transfer_mode*",
-        ]
-    )
+    outcomes = result.parseoutcomes()
+    assert result.ret == pytest.ExitCode.OK
+    assert outcomes.get("failed", 0) == 0 and outcomes["passed"] > 0
+    skips = [line for line in result.stdout.lines if line.strip().startswith("SKIP ")]
+    assert len(skips) == outcomes.get("skipped", 0)
+    assert all("does not declare" in line or "declares no" in line for line in skips)
+    result.stdout.fnmatch_lines(["*hicache-conformance: memory*", f"*skipped properties ({len(skips)})*"])
 
 
 def test_the_suite_runs_spread_over_processes(pytester: pytest.Pytester) -> None:

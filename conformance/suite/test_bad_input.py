@@ -1,0 +1,159 @@
+"""Malformed requests get a clear error or per-key False: no crash deep inside the backend, no
+damage to other entries, nothing written outside the store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from conformance.geometry import load_geometry
+from conformance.interface import PoolName, PoolTransfer
+from conformance.rig import Rig, Target
+
+FAMILY = "qwen3_next_hybrid"
+PAGES = 4
+CLEAR_ERRORS = (ValueError, TypeError, KeyError, IndexError)
+
+
+@contextlib.contextmanager
+def guarded(target: Target) -> Iterator[Rig]:
+    """A rig whose store sits alone in a sandbox, holding two known entries in every pool.
+
+    On exit the entries must read back intact and the sandbox must hold the store alone.
+    """
+    with target.storage() as sandbox:
+        store = sandbox / "store"
+        store.mkdir()
+        with Rig(target, load_geometry(FAMILY), store, page_num=PAGES) as rig:
+            known = {}
+            for n, name in enumerate(rig.pools):
+                known[name] = [bytes([0x30 + n + i]) * rig.pool(name).page_nbytes() for i in range(2)]
+                for page, data in enumerate(known[name]):
+                    rig.put(name, page, data)
+                assert rig.set(name, ["keep-0", "keep-1"], [0, 1]) == [True, True]
+            yield rig
+            for name in rig.pools:
+                rig.pool(name).fill(0)
+                assert rig.get(name, ["keep-0", "keep-1"], [2, 3]) == [True, True], f"{name} lost an entry"
+                for i in range(2):
+                    rig.expect(name, 2 + i, known[name][i], "an untouched entry")
+        assert sorted(p.name for p in sandbox.iterdir()) == ["store"], "wrote outside the store"
+        assert not list(Path(sandbox.parent).glob("x*")), "wrote beside the store"
+
+
+def refused(call: Callable[[], Any]) -> bool:
+    """True when ``call`` raised a clear error or answered False for every key of every pool."""
+    try:
+        result = call()
+    except CLEAR_ERRORS:
+        return True
+    if isinstance(result, dict):
+        return all(not any(flags) for flags in result.values())
+    return isinstance(result, list) and not any(result)
+
+
+def test_keys_and_indices_of_different_lengths_are_refused(target: Target) -> None:
+    with guarded(target) as rig:
+        short = rig.indices(PoolName.KV, [2])
+        assert refused(lambda: rig.backend.batch_set_v1(["a", "b"], short))
+        assert refused(lambda: rig.backend.batch_get_v1(["keep-0", "keep-1"], short))
+        transfer = [
+            PoolTransfer(name=PoolName.MAMBA, host_indices=rig.indices(PoolName.MAMBA, [2]), keys=["a", "b"])
+        ]
+        assert refused(lambda: rig.backend.batch_set_v2(transfer))
+        assert refused(lambda: rig.backend.batch_get_v2(transfer))
+
+
+@pytest.mark.parametrize("where", ["one-past-the-end", "far-beyond", "negative"])
+def test_indices_outside_the_pool_are_refused(target: Target, where: str) -> None:
+    with guarded(target) as rig:
+        for name in (PoolName.KV, PoolName.MAMBA):
+            ps, size = rig.pool(name).page_size, rig.pool(name).size
+            start = {"one-past-the-end": size, "far-beyond": size * 1000, "negative": -ps}[where]
+            bad = torch.arange(start, start + ps, dtype=torch.int64)
+            transfer = [PoolTransfer(name=name, host_indices=bad, keys=["a"])]
+            assert refused(partial(rig.backend.batch_set_v2, transfer))
+            assert refused(partial(rig.backend.batch_get_v2, transfer))
+        assert refused(lambda: rig.backend.batch_set_v1(["a"], torch.arange(-4, 0)))
+
+
+def test_indices_off_a_page_boundary_are_refused(target: Target) -> None:
+    with guarded(target) as rig:
+        ps = rig.pool(PoolName.KV).page_size
+        bad = torch.arange(1, 1 + ps, dtype=torch.int64)
+        assert refused(lambda: rig.backend.batch_set_v1(["a"], bad))
+        assert refused(lambda: rig.backend.batch_get_v1(["keep-0"], bad))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bool, torch.uint8], ids=str)
+def test_index_tensors_of_the_wrong_dtype_are_refused(target: Target, dtype: torch.dtype) -> None:
+    with guarded(target) as rig:
+        bad = rig.indices(PoolName.KV, [2]).to(dtype)
+        assert refused(lambda: rig.backend.batch_set_v1(["a"], bad))
+        assert refused(lambda: rig.backend.batch_get_v1(["keep-0"], bad))
+
+
+def test_an_unregistered_pool_is_refused(target: Target) -> None:
+    with guarded(target) as rig:
+        transfer = [PoolTransfer(name=PoolName.DRAFT, host_indices=torch.arange(0, 1), keys=["a"])]
+        assert refused(lambda: rig.backend.batch_set_v2(transfer))
+        assert refused(lambda: rig.backend.batch_get_v2(transfer))
+
+
+def test_duplicate_keys_in_one_batch_are_refused(target: Target) -> None:
+    with guarded(target) as rig:
+        assert refused(lambda: rig.backend.batch_set_v1(["a", "a"], rig.indices(PoolName.KV, [2, 3])))
+        transfer = [rig.transfer(PoolName.MAMBA, ["b", "b"], [2, 3])]
+        assert refused(lambda: rig.backend.batch_set_v2(transfer))
+
+
+def test_an_empty_batch_does_nothing(target: Target) -> None:
+    with guarded(target) as rig:
+        empty = torch.empty(0, dtype=torch.int64)
+        assert rig.backend.batch_set_v1([], empty) == []
+        assert rig.backend.batch_get_v1([], empty) == []
+        assert rig.backend.batch_exists([]) == 0
+        assert dict(rig.backend.batch_set_v2([])) == {}
+        assert rig.backend.batch_exists_v2([], []).kv_hit_pages == 0
+
+
+@pytest.mark.parametrize(
+    "key", [None, 7, b"bytes", "", "nul\x00inside"], ids=["None", "int", "bytes", "empty", "NUL"]
+)
+def test_keys_that_are_not_usable_strings_are_refused(target: Target, key: Any) -> None:
+    with guarded(target) as rig:
+        assert refused(lambda: rig.backend.batch_set_v1([key], rig.indices(PoolName.KV, [2])))
+        assert refused(lambda: rig.backend.batch_set_v2([rig.transfer(PoolName.MAMBA, [key], [2])]))
+
+
+@pytest.mark.parametrize("key", ["../x", "../../x", "/tmp/x-absolute", "a/../../x", "..", "."])
+def test_path_traversal_keys_never_leave_the_store(target: Target, key: str) -> None:
+    with guarded(target) as rig:
+        payload = b"\x77" * rig.pool(PoolName.KV).page_nbytes()
+        rig.put(PoolName.KV, 2, payload)
+        if rig.set(PoolName.KV, [key], [2]) == [True]:
+            rig.pool(PoolName.KV).fill(0)
+            assert rig.get(PoolName.KV, [key], [3]) == [True]
+            rig.expect(PoolName.KV, 3, payload, f"key {key!r}")
+    assert not Path("/tmp/x-absolute").exists()
+
+
+def test_keys_over_4_kib_are_stored_apart_or_refused(target: Target) -> None:
+    with guarded(target) as rig:
+        keys = ["k" * 5000 + "a", "k" * 5000 + "b"]
+        pages = {k: bytes([0x41 + i]) * rig.pool(PoolName.KV).page_nbytes() for i, k in enumerate(keys)}
+        for page, key in enumerate(keys, start=2):
+            rig.put(PoolName.KV, page, pages[key])
+        stored = rig.set(PoolName.KV, keys, [2, 3])
+        rig.pool(PoolName.KV).fill(0)
+        for page, (key, ok) in enumerate(zip(keys, stored), start=2):
+            if ok:
+                assert rig.get(PoolName.KV, [key], [page]) == [True]
+                rig.expect(PoolName.KV, page, pages[key], "a 5000-character key")

@@ -1,0 +1,240 @@
+"""Crashes, full disks, read-only stores and damaged files never surface as torn data.
+
+Real processes: a writer is SIGKILLed mid-batch, or runs under RLIMIT_FSIZE, or against a
+read-only view of its store. Afterwards a fresh instance must see every key either whole (one of
+the versions that were written) or absent, and every key reported stored must still be there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from conformance.geometry import load_geometry
+from conformance.hostpools import MultiRegionHostPool
+from conformance.interface import PoolName
+from conformance.rig import Rig, Target, byte_difference
+from conformance.worker import Job, payload
+
+KILL_FAMILY = "nemotron_h_mamba2"
+LIMIT_FAMILY = "adversarial"
+
+
+def _versions(rig: Rig, name: PoolName, key: str, seed: int, rounds: int) -> list[bytes]:
+    return [payload(rig.pool(name), seed, r, name, key) for r in range(rounds)]
+
+
+def _audit(rig: Rig, keys: list[str], seed: int, rounds: int) -> dict[str, int]:
+    """Read every key of every pool; each must be one written version or absent, never torn."""
+    seen = {"whole": 0, "absent": 0}
+    for name in rig.pools:
+        for page, key in enumerate(keys):
+            present = rig.backend.batch_exists([key]) == 1 if name is PoolName.KV else None
+            ok = rig.get(name, [key], [page])[0]
+            if present and not ok:
+                raise AssertionError(f"{name} key {key!r} exists but cannot be read: a torn entry is visible")
+            if not ok:
+                seen["absent"] += 1
+                continue
+            got = rig.take(name, page)
+            if all(byte_difference(got, v) for v in _versions(rig, name, key, seed, rounds)):
+                raise AssertionError(f"{name} key {key!r} reads back bytes no writer ever stored (torn)")
+            seen["whole"] += 1
+    return seen
+
+
+def _run(job: Job, timeout: float = 120) -> list[dict[str, Any]]:
+    done = subprocess.run(job.argv(), capture_output=True, text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, f"worker failed ({done.returncode}): {done.stderr[-2000:]}"
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.005, 0.05], ids=["at-once", "5ms", "50ms"])
+def test_a_writer_killed_mid_batch_leaves_every_key_whole_or_absent(target: Target, delay: float) -> None:
+    """SIGKILL during batch_set_v2: after a restart no key is torn and no stored key is lost."""
+    target.require("persistence", "a restart must see what was stored")
+    geometry = load_geometry(KILL_FAMILY)
+    keys = [f"kill-{i:03d}" for i in range(48)]
+    with target.storage() as storage:
+        job = Job(target.spec.name, target.mode, str(storage), KILL_FAMILY, keys, seed=11, rounds=10_000)
+        proc = subprocess.Popen(job.argv(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout is not None
+            first = json.loads(proc.stdout.readline() or "{}")
+            if first.get("round") != 0:
+                proc.wait(timeout=60)
+                raise AssertionError(
+                    f"worker never finished a round: {proc.stderr.read() if proc.stderr else ''}"
+                )
+            time.sleep(delay)
+            proc.send_signal(signal.SIGKILL)
+            rest = proc.stdout.read()
+        finally:
+            proc.kill()
+            proc.wait()
+        rounds_done = 1 + sum(1 for line in rest.splitlines() if line.startswith("{"))
+        stored_in_round0 = {name: flags for name, flags in first["results"].items()}
+        with Rig(target, geometry, storage, page_num=len(keys)) as rig:
+            seen = _audit(rig, keys, job.seed, rounds_done + 1)
+            for name, flags in stored_in_round0.items():
+                for page, (key, stored) in enumerate(zip(keys, flags)):
+                    if stored:
+                        assert rig.get(PoolName(name), [key], [page]) == [True], (
+                            f"{name} key {key!r} was lost"
+                        )
+        assert seen["whole"] > 0
+
+
+@pytest.mark.parametrize("limit", [1, 2048, 4096], ids=["1B", "2KiB", "4KiB"])
+def test_a_file_size_limit_fails_writes_cleanly(target: Target, limit: int) -> None:
+    """Under RLIMIT_FSIZE (a full disk), a set reports False and leaves nothing behind."""
+    target.require("persistence", "the writer runs in its own process")
+    keys = [f"full-{i}" for i in range(4)]
+    geometry = load_geometry(LIMIT_FAMILY)
+    with target.storage() as storage:
+        job = Job(
+            target.spec.name, target.mode, str(storage), LIMIT_FAMILY, keys, seed=5, file_size_limit=limit
+        )
+        (report,) = _run(job)
+        results = report["results"]
+        assert isinstance(results, dict)
+        with Rig(target, geometry, storage, page_num=len(keys)) as rig:
+            _audit(rig, keys, job.seed, 1)
+            for name, flags in results.items():
+                got = rig.get(PoolName(name), keys, range(len(keys)))
+                assert got == flags, f"{name}: set said {flags}, a fresh instance reads {got}"
+
+
+@contextlib.contextmanager
+def read_only_view(storage: Path) -> Iterator[Path]:
+    """The store, mounted read-only beside itself (root), or with write bits removed (others)."""
+    view = storage.with_name(storage.name + "-ro")
+    view.mkdir()
+    if os.geteuid() == 0:
+        bound = subprocess.run(["mount", "--bind", str(storage), str(view)], capture_output=True, check=False)
+        if bound.returncode != 0:
+            view.rmdir()
+            pytest.skip(f"cannot make a read-only view here: {bound.stderr.decode().strip()}")
+        try:
+            subprocess.run(["mount", "-o", "remount,ro,bind", str(view)], check=True, capture_output=True)
+            yield view
+        finally:
+            subprocess.run(["umount", str(view)], check=False, capture_output=True)
+            view.rmdir()
+    else:
+        view.rmdir()
+        modes = {p: p.stat().st_mode for p in [storage, *storage.rglob("*")]}
+        for p, mode in modes.items():
+            p.chmod(mode & ~0o222)
+        try:
+            yield storage
+        finally:
+            for p, mode in modes.items():
+                p.chmod(mode)
+
+
+def test_a_read_only_store_refuses_writes_and_keeps_its_entries(target: Target) -> None:
+    """Writing to a read-only store reports False for every key, and the old entries survive."""
+    target.require("persistence", "the writer runs in its own process")
+    keys = [f"ro-{i}" for i in range(3)]
+    geometry = load_geometry(LIMIT_FAMILY)
+    with target.storage() as storage:
+        (first,) = _run(Job(target.spec.name, target.mode, str(storage), LIMIT_FAMILY, keys, seed=1))
+        assert all(all(flags) for flags in first["results"].values())
+        with read_only_view(storage) as view:
+            (second,) = _run(Job(target.spec.name, target.mode, str(view), LIMIT_FAMILY, keys, seed=2))
+        results = second["results"]
+        assert isinstance(results, dict)
+        for name, flags in results.items():
+            assert flags == [False] * len(keys), f"{name}: a read-only store accepted writes {flags}"
+        with Rig(target, geometry, storage, page_num=len(keys)) as rig:
+            for name in rig.pools:
+                assert rig.get(name, keys, range(len(keys))) == [True] * len(keys)
+                for page, key in enumerate(keys):
+                    rig.expect(
+                        name, page, payload(rig.pool(name), 1, 0, name, key), "after the refused write"
+                    )
+
+
+def _entry_files(storage: Path) -> list[Path]:
+    return sorted(p for p in storage.rglob("*") if p.is_file() and not p.name.startswith("."))
+
+
+@pytest.mark.parametrize("damage", ["empty", "halved", "one-byte-short"])
+def test_a_truncated_object_is_neither_present_nor_readable(target: Target, damage: str) -> None:
+    """A short or empty stored object is absent to exists and get (upstream counts 0-byte files)."""
+    target.require("stores_files", "the suite must reach the stored objects")
+    geometry = load_geometry("llama3_mha")
+    with target.storage() as storage, Rig(target, geometry, storage, page_num=2) as rig:
+        rig.put(PoolName.KV, 0, b"\x5a" * rig.pool(PoolName.KV).page_nbytes())
+        assert rig.set(PoolName.KV, ["victim"], [0]) == [True]
+        (victim,) = _entry_files(storage)
+        size = victim.stat().st_size
+        os.truncate(victim, {"empty": 0, "halved": size // 2, "one-byte-short": size - 1}[damage])
+        assert rig.backend.batch_exists(["victim"]) == 0, f"a {damage} object counts as present"
+        assert rig.get(PoolName.KV, ["victim"], [1]) == [False]
+
+
+def test_a_corrupted_object_never_reads_back_as_wrong_bytes(target: Target) -> None:
+    """Bit flips anywhere in a stored object give False or the exact bytes, never garbage."""
+    target.require("stores_files", "the suite must reach the stored objects")
+    target.require("detects_corruption")
+    geometry = load_geometry("llama3_mha")
+    with target.storage() as storage, Rig(target, geometry, storage, page_num=2) as rig:
+        want = bytes(range(256)) * (rig.pool(PoolName.KV).page_nbytes() // 256)
+        rig.put(PoolName.KV, 0, want)
+        assert rig.set(PoolName.KV, ["victim"], [0]) == [True]
+        (victim,) = _entry_files(storage)
+        pristine = victim.read_bytes()
+        for offset in range(0, len(pristine), max(1, len(pristine) // 97)):
+            damaged = bytearray(pristine)
+            damaged[offset] ^= 0x01
+            victim.write_bytes(damaged)
+            rig.pool(PoolName.KV).fill(0)
+            if rig.get(PoolName.KV, ["victim"], [1]) == [True]:
+                rig.expect(PoolName.KV, 1, want, f"after flipping a bit at offset {offset}")
+
+
+@pytest.mark.parametrize("misalign", [0, 64], ids=["aligned-base", "misaligned-base"])
+def test_a_704_byte_page_under_o_direct_is_stored_or_cleanly_refused(target: Target, misalign: int) -> None:
+    """Upstream's O_DIRECT defect: a failed 704-byte write left a 0-byte file that exists counted."""
+    modes = sorted(target.caps.direct_io_modes)
+    if not modes:
+        pytest.skip(f"backend {target.spec.name!r} declares no O_DIRECT mode")
+    if PoolName.SWA not in target.caps.side_pools:
+        pytest.skip(f"backend {target.spec.name!r} does not declare pool swa")
+    geometry = load_geometry(LIMIT_FAMILY)
+    for mode in modes:
+        moded = target.with_mode(mode)
+        pools = {
+            geometry.kv.name: geometry.kv.build(layout="page_first", page_num=2),
+            PoolName.SWA: MultiRegionHostPool(
+                regions=[(torch.float32, (64,)), (torch.bfloat16, (224,))],
+                page_size=1,
+                page_num=2,
+                dtype=torch.uint8,
+                misalign=misalign,
+            ),
+        }
+        with moded.storage() as storage, Rig(moded, geometry, storage, pools=pools) as rig:
+            assert rig.pool(PoolName.SWA).page_nbytes() == 704
+            rig.put(PoolName.SWA, 0, bytes(range(176)) * 4)
+            (stored,) = rig.set(PoolName.SWA, ["odd"], [0])
+            hits = rig.backend.batch_exists_v2(
+                ["odd"], [rig.transfer(PoolName.SWA, ["odd"], [0])]
+            ).extra_pool_hit_pages
+            if stored:
+                assert rig.get(PoolName.SWA, ["odd"], [1]) == [True]
+                rig.expect(PoolName.SWA, 1, bytes(range(176)) * 4, mode)
+            else:
+                assert dict(hits).get("swa", 0) == 0, f"{mode}: a failed write is reported as a hit"

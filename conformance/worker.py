@@ -1,0 +1,95 @@
+"""A backend in a child process, for the properties that need real processes.
+
+``python -m conformance.worker '<json>'`` builds the named backend on a storage folder with one
+geometry's pools and stores deterministic pages, round after round, printing ``round N`` after each
+completed ``batch_set_v2``. The parent kills it, limits it, or runs two at once, then checks what a
+fresh instance sees. Payloads are a pure function of (seed, round, pool, key), so the parent knows
+every version a key may legally hold.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from conformance.geometry import ModelGeometry, load_geometry
+from conformance.hostpools import HostPoolDouble
+from conformance.interface import PoolName
+from conformance.registry import resolve_backend
+from conformance.rig import Rig, Target
+from conformance.strategies import render_page
+
+NOBODY = 65534
+
+
+@dataclass(frozen=True)
+class Job:
+    backend: str
+    mode: str
+    storage: str
+    family: str
+    keys: list[str]
+    seed: int
+    rounds: int = 1
+    tp_rank: int = 0
+    tp_size: int = 1
+    file_size_limit: int | None = None
+    as_nobody: bool = False
+
+    def argv(self) -> list[str]:
+        return [sys.executable, "-m", "conformance.worker", json.dumps(asdict(self))]
+
+
+def payload(pool: HostPoolDouble, seed: int, round_: int, name: PoolName, key: str) -> bytes:
+    """The bytes round ``round_`` stores for ``key`` in pool ``name``."""
+    salt = int.from_bytes(f"{round_}\0{name}\0{key}".encode(), "little") % (2**63)
+    return render_page(pool, seed, 3, salt=salt)
+
+
+def open_rig(target: Target, geometry: ModelGeometry, storage: Path, job: Job) -> Rig:
+    return Rig(target, geometry, storage, page_num=len(job.keys), tp_rank=job.tp_rank, tp_size=job.tp_size)
+
+
+def store_round(rig: Rig, keys: list[str], pages: list[int]) -> dict[str, list[bool]]:
+    """Every pool in one ``batch_set_v2`` where KV may travel by v2; else KV by v1 beside it."""
+    names = list(rig.pools)
+    if not rig.target.caps.kv_through_v2:
+        names.remove(PoolName.KV)
+    results = {
+        str(k): list(v)
+        for k, v in rig.backend.batch_set_v2([rig.transfer(n, keys, pages) for n in names]).items()
+    }
+    if PoolName.KV not in names:
+        results[str(PoolName.KV)] = rig.set(PoolName.KV, keys, pages)
+    return results
+
+
+def main(raw: str) -> int:
+    job = Job(**json.loads(raw))
+    if job.file_size_limit is not None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG, as a full disk gives ENOSPC
+        resource.setrlimit(resource.RLIMIT_FSIZE, (job.file_size_limit, job.file_size_limit))
+    if job.as_nobody and os.geteuid() == 0:
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+    spec = resolve_backend(job.backend)
+    target = Target(spec, job.mode, Path(job.storage).parent, dict(spec.capabilities.io_modes[job.mode]))
+    geometry = load_geometry(job.family)
+    with open_rig(target, geometry, Path(job.storage), job) as rig:
+        pages = list(range(len(job.keys)))
+        for round_ in range(job.rounds):
+            for name in rig.pools:
+                for page, key in enumerate(job.keys):
+                    rig.put(name, page, payload(rig.pool(name), job.seed, round_, name, key))
+            results = store_round(rig, job.keys, pages)
+            print(json.dumps({"round": round_, "results": results}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

@@ -80,6 +80,7 @@ class _Item:
     slot: int = 0
     fd: int = -1
     tmp: str = ""
+    regions: list[tuple[int, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -215,7 +216,7 @@ class NixlBackend:
             per_page = len(pool.layout.region_sizes)
             for n, item in enumerate(group):
                 item.slot = base + n * slot_bytes
-                mine = regions[n * per_page : (n + 1) * per_page]
+                mine = item.regions = regions[n * per_page : (n + 1) * per_page]
                 if writing:
                     self._stage_out(item, mine)
                 if pool.zero_copy:
@@ -252,7 +253,7 @@ class NixlBackend:
         if not matches:
             return False
         if pool.zero_copy:
-            payload = pool.regions([item.start])
+            payload = item.regions
         else:
             payload = [
                 (item.slot + off, size) for off, size in zip(pool.layout.offsets, pool.layout.region_sizes)
@@ -262,7 +263,7 @@ class NixlBackend:
         if pool.zero_copy:
             return True
         if pool.has_meta:
-            for (ptr, size), (src, _) in zip(pool.regions([item.start]), payload):
+            for (ptr, size), (src, _) in zip(item.regions, payload):
                 ctypes.memmove(ptr, src, size)
         else:
             page = pool.host.get_dummy_flat_data_page()

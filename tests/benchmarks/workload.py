@@ -1,0 +1,171 @@
+"""Benchmark workloads: hybrid batches (KV + Mamba + DSA indexer) at production-like page sizes,
+with the reference backend and its baselines set up on the same files and the same memory.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from conformance.hostpools import DSAIndexerHostPool, HostPoolDouble, MambaHostPool, MHAHostPool
+from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
+from reference_backend.backend import NixlBackend, _Item
+
+PAGES = 256
+BATCHES = (1, 8, 64, 256)
+
+
+def hybrid_pools(page_num: int = PAGES) -> dict[PoolName, HostPoolDouble]:
+    """Page sizes of a Qwen3-Next/DeepSeek-V3.2-like hybrid, one layer group a page.
+
+    KV: 64 tokens x 4 layers x 2 heads x 128 x bf16 = 128 KiB for K and for V (4096-aligned: zero-copy).
+    Mamba: fp32 state 4x64x64 plus bf16 conv 768x3 = 70,144 B (staged under O_DIRECT).
+    DSA indexer: 4 layers x (64 x 128 fp8 + 64 fp32 scales) = 33,792 B (staged under O_DIRECT).
+    """
+    return {
+        PoolName.KV: MHAHostPool(
+            layer_num=4,
+            head_num=2,
+            head_dim=128,
+            page_size=64,
+            page_num=page_num,
+            dtype=torch.bfloat16,
+            layout="page_first",
+        ),
+        PoolName.MAMBA: MambaHostPool(
+            num_layers=1, temporal_shape=(4, 64, 64), conv_shapes=[(768, 3)], size=page_num
+        ),
+        PoolName.INDEXER: DSAIndexerHostPool(
+            layer_num=4, index_head_dim=128, page_size=64, page_num=page_num, store_dtype=torch.bfloat16
+        ),
+    }
+
+
+def config(mode: str, queue: str, verify: bool = True) -> HiCacheStorageConfig:
+    return HiCacheStorageConfig(
+        0,
+        1,
+        0,
+        1,
+        0,
+        1,
+        False,
+        False,
+        True,
+        "bench/hybrid",
+        extra_config={"use_direct_io": mode == "direct", "queue": queue, "verify": verify},
+    )
+
+
+@dataclass
+class Rigged:
+    """Our backend on one folder, and the raw transfer its batch reduces to, on other files."""
+
+    backend: NixlBackend
+    unverified: NixlBackend
+    pools: dict[PoolName, HostPoolDouble]
+    root: Path
+    mode: str
+    queue: str
+    raw_fds: list[int] = field(default_factory=list)
+
+    @property
+    def direct(self) -> bool:
+        return self.mode == "direct"
+
+    def transfers(self, batch: int) -> list[PoolTransfer]:
+        keys = [f"page-{i:04d}" for i in range(batch)]
+        return [
+            PoolTransfer(
+                name=name, keys=keys, host_indices=torch.arange(batch * pool.page_size, dtype=torch.int64)
+            )
+            for name, pool in self.pools.items()
+        ]
+
+    def raw_plan(self, batch: int, op: str) -> tuple[Any, Any, Any]:
+        """The same descriptors our batch submits, against pre-opened files: the design's limit."""
+        lane = self.backend._lanes[op]
+        items: list[_Item] = []
+        for t in self.transfers(batch):
+            plan = self.backend._plan(str(t.name), t.keys, t.host_indices)
+            assert plan is not None
+            items.extend(plan)
+        for item in items:
+            path = self.root / "raw" / f"{item.pool.name}-{item.key}"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            item.fd = os.open(path, os.O_RDWR | os.O_CREAT | (os.O_DIRECT if self.direct else 0), 0o644)
+            os.ftruncate(item.fd, item.pool.layout.size)
+            self.raw_fds.append(item.fd)
+        dram, file = self.backend._descriptors(lane, items, writing=True)
+        agent = lane.agent
+        reg = agent.register_memory([(0, 0, fd, "") for fd in sorted({i.fd for i in items})], "FILE")
+        return agent, (agent.get_xfer_descs(dram, "DRAM"), agent.get_xfer_descs(file, "FILE")), reg
+
+    def close(self) -> None:
+        for fd in self.raw_fds:
+            os.close(fd)
+        self.backend.close()
+        self.unverified.close()
+
+
+def raw_transfer(agent: Any, op: str, descs: tuple[Any, Any]) -> None:
+    handle = agent.initialize_xfer(op, descs[0], descs[1], agent.name)
+    state = agent.transfer(handle)
+    while state == "PROC":
+        state = agent.check_xfer_state(handle)
+    agent.release_xfer_handle(handle)
+    assert state == "DONE"
+
+
+def pwritev_plan(rig: Rigged, batch: int) -> list[tuple[int, list[memoryview], int]]:
+    """Plain-syscall baseline: per record file, one pwritev/preadv of the same memory pieces."""
+    lane = rig.backend._lanes["WRITE"]
+    out = []
+    items: list[_Item] = []
+    for t in rig.transfers(batch):
+        plan = rig.backend._plan(str(t.name), t.keys, t.host_indices)
+        assert plan is not None
+        items.extend(plan)
+    for item in items:
+        path = rig.root / "pwritev" / f"{item.pool.name}-{item.key}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | (os.O_DIRECT if rig.direct else 0), 0o644)
+        os.ftruncate(fd, item.pool.layout.size)
+        rig.raw_fds.append(fd)
+        item.fd = fd
+    dram, file = rig.backend._descriptors(lane, items, writing=True)
+    by_fd: dict[int, list[tuple[int, int, int]]] = {}
+    for (addr, size, _), (offset, _, fd) in zip(dram.tolist(), file.tolist()):
+        by_fd.setdefault(int(fd), []).append((int(offset), int(addr), int(size)))
+    for fd, pieces in by_fd.items():
+        pieces.sort()
+        # contiguous runs only: a record's pieces sit at padded offsets, so write each at its own offset
+        for offset, addr, size in pieces:
+            out.append((fd, [memoryview((ctypes.c_char * size).from_address(addr)).cast("B")], offset))
+    return out
+
+
+def drop_page_cache(root: Path) -> None:
+    """Evict every file under ``root`` from the page cache (cold reads without O_DIRECT)."""
+    for path in root.rglob("*"):
+        if path.is_file():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(fd)
+
+
+def fill(pools: dict[PoolName, HostPoolDouble]) -> None:
+    rng = np.random.default_rng(0)
+    for pool in pools.values():
+        for buf in pool.backing():
+            flat = buf.view(torch.uint8).reshape(-1)
+            flat.copy_(torch.from_numpy(rng.integers(0, 256, flat.numel(), dtype=np.uint8)))

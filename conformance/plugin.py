@@ -8,6 +8,7 @@ mix the suite into its own tests.
 from __future__ import annotations
 
 import os
+import random
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from conformance.registry import BackendResolutionError, resolve_backend
+from conformance.report import CertReport, PropertyResult, environment, examples_run
 from conformance.rig import Target
 
 SUITE_DIR = Path(__file__).parent / "suite"
@@ -42,6 +44,7 @@ if not os.environ.get("HYPOTHESIS_PROFILE"):
 
 _target_key = pytest.StashKey[Target]()
 _skips_key = pytest.StashKey[list[tuple[str, str]]]()
+_report_key = pytest.StashKey[CertReport]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -53,8 +56,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--storage-dir", default=None, help="where storage locations are made (default: a temp dir)"
     )
+    group.addoption("--cert-report", default=None, help="write report.json and report.md into this folder")
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     # hypothesis's explain phase imports libcst, whose deprecation noise would bury the report
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:libcst.*")
@@ -75,6 +80,18 @@ def pytest_configure(config: pytest.Config) -> None:
     root.mkdir(parents=True, exist_ok=True)
     target = Target(spec, mode, root, dict(spec.capabilities.io_modes[mode]))
     config.stash[_target_key] = target
+    if config.getoption("cert_report"):
+        if config.getoption("hypothesis_seed") is None:  # a report must say how to reproduce it
+            config.option.hypothesis_seed = random.randrange(2**32)
+        config.stash[_report_key] = cert = CertReport(
+            spec.name,
+            spec.version,
+            mode,
+            spec.capabilities.as_dict(),
+            int(config.getoption("hypothesis_seed")),
+            environment=environment(),
+        )
+        config.pluginmanager.register(CertCollector(cert), "hicache-conformance-report")
     if config.args_source is not pytest.Config.ArgsSource.ARGS:
         config.args = [str(SUITE_DIR)]
 
@@ -103,8 +120,43 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 f"property: {item.nodeid}\n" + (f"guarantee: {doc[0]}\n" if doc else ""),
             )
         )
+    statistics = getattr(item, "hypothesis_statistics", None)
+    if report.when == "teardown" and statistics:
+        report.user_properties.append(("hypothesis_examples", examples_run(statistics)))
     if report.skipped and isinstance(report.longrepr, tuple):
         item.config.stash[_skips_key].append((item.nodeid, str(report.longrepr[2])))
+
+
+class CertCollector:
+    """Gathers outcomes for the certification report; runs on the xdist controller too."""
+
+    def __init__(self, cert: CertReport) -> None:
+        self.cert = cert
+        self.by_id: dict[str, PropertyResult] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        entry = self.by_id.get(report.nodeid)
+        if entry is None:
+            module = report.nodeid.split("::")[0].rsplit("/", 1)[-1]
+            entry = PropertyResult(report.nodeid, module.removesuffix(".py").removeprefix("test_"), "passed")
+            self.by_id[report.nodeid] = entry
+            self.cert.properties.append(entry)
+        if report.when == "call" or (report.when == "setup" and not report.passed):
+            entry.outcome = report.outcome
+            entry.seconds += report.duration
+            if report.skipped and isinstance(report.longrepr, tuple):
+                entry.reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+        if report.when == "teardown" and report.failed:
+            entry.outcome = "failed"
+        for name, value in report.user_properties:
+            if name == "hypothesis_examples" and isinstance(value, int):
+                entry.examples = value
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    cert = session.config.stash.get(_report_key, None)
+    if cert is not None and not hasattr(session.config, "workerinput"):
+        cert.write(Path(session.config.getoption("cert_report")))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:

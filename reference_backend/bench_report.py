@@ -72,12 +72,12 @@ def chart(table: dict[Key, dict[str, float]], out: Path) -> None:
     import matplotlib.pyplot as plt
 
     rows = sorted(k for k, v in table.items() if "ours" in v and "limit" in v)
-    labels = [f"{op}\n{mode}\nb={batch}" for op, mode, batch in rows]
+    labels = [f"{op} {mode} b={batch}" for op, mode, batch in rows]
     ratios = [table[k]["limit"] / table[k]["ours"] for k in rows]
-    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 0.35), 4.5))
+    fig, ax = plt.subplots(figsize=(max(8, len(rows) * 0.3), 6))
     ax.bar(range(len(rows)), ratios, color=["tab:green" if r >= 0.9 else "tab:orange" for r in ratios])
     ax.axhline(0.9, color="grey", linestyle="--", linewidth=1, label="target 0.9")
-    ax.set_xticks(range(len(rows)), labels, fontsize=6)
+    ax.set_xticks(range(len(rows)), labels, fontsize=7, rotation=90)
     ax.set_ylabel("throughput ours / raw NIXL limit")
     ax.set_title("Reference backend against one raw NIXL transfer of the same descriptors")
     ax.legend()

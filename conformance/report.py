@@ -17,7 +17,7 @@ from typing import Any
 
 import conformance
 
-_EXAMPLES = re.compile(r"(\d+) passing examples, (\d+) failing examples")
+_EXAMPLES = re.compile(r"(\d+) passing(?: examples)?, (\d+) failing")
 
 
 def examples_run(statistics: str) -> int:

@@ -189,11 +189,12 @@ class NixlBackend:
         starts = page_starts(pool.host, keys, host_indices)
         if starts is None:
             return None
+        return [_Item(pool, key, start, *self.entry(name, key)) for key, start in zip(keys, starts)]
+
+    def entry(self, name: str, key: str) -> tuple[str, bytes]:
+        """The file path of an entry and the digest its header must carry."""
         scope = self._scopes[name]
-        return [
-            _Item(pool, key, start, entry_path(self.root, scope, name, key), entry_digest(scope, name, key))
-            for key, start in zip(keys, starts)
-        ]
+        return entry_path(self.root, scope, name, key), entry_digest(scope, name, key)
 
     def _open_flags(self, base: int) -> int:
         return base | (os.O_DIRECT if self.settings.direct_io else 0)
@@ -434,11 +435,10 @@ class NixlBackend:
         pool = self._pools.get(name)
         if pool is None:
             return [False for _ in keys]
-        scope = self._scopes[name]
         out = []
         for key in keys:
             try:
-                out.append(os.stat(entry_path(self.root, scope, name, key)).st_size == pool.layout.size)
+                out.append(os.stat(self.entry(name, key)[0]).st_size == pool.layout.size)
             except (OSError, ValueError):
                 out.append(False)
         return out

@@ -1,0 +1,179 @@
+"""Mutants of the reference backend: each carries one real defect the suite must kill.
+
+``python -m tests.mutants.kill_matrix`` runs the whole suite on every mutant and prints which
+property family killed it. A mutant that survives names a missing property.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from conformance.capabilities import BackendSpec
+from conformance.interface import HiCacheStorageConfig, HiCacheStorageExtraInfo, PoolName, PoolTransfer
+from reference_backend.backend import CAPABILITIES, NixlBackend, _Item, _Lane
+from reference_backend.naming import scope_for
+from reference_backend.record import UNIT
+
+
+def _spec(cls: type[NixlBackend]) -> BackendSpec:
+    def factory(config: HiCacheStorageConfig, storage_dir: Path) -> NixlBackend:
+        return cls(config, storage_dir)
+
+    return BackendSpec(f"mutant-{cls.__name__}", factory, CAPABILITIES)
+
+
+class StagingInPoolDtype(NixlBackend):
+    """Staged bytes pass through a buffer of the pool's dtype, converting values."""
+
+    def _stage_out(self, item: _Item, regions: list[tuple[int, int]]) -> None:
+        if not item.pool.zero_copy:
+            for (ptr, size), off in zip(regions, item.pool.layout.offsets):
+                raw = torch.frombuffer((ctypes.c_char * size).from_address(ptr), dtype=torch.uint8).clone()
+                typed = raw.to(item.pool.host.dtype).to(torch.uint8)
+                ctypes.memmove(item.slot + off, typed.data_ptr(), size)
+            regions = [(item.slot + off, size) for (_, size), off in zip(regions, item.pool.layout.offsets)]
+        super()._stage_out(item, regions)
+
+
+class SharedStaging(NixlBackend):
+    """One staging buffer per direction, shared by every pool of a batch."""
+
+    def __init__(self, config: HiCacheStorageConfig, location: Any = None) -> None:
+        super().__init__(config, location)
+        for lane in self._lanes.values():
+            lane.staging_for = self._shared(lane)  # type: ignore[method-assign,assignment]
+
+    @staticmethod
+    def _shared(lane: _Lane) -> Callable[[str, int], torch.Tensor]:
+        return lambda pool, nbytes: _Lane.staging_for(lane, "shared", max(nbytes, 1 << 22))
+
+
+class PoolBlindNames(NixlBackend):
+    """Object names leave out the pool: pools sharing a key share a file."""
+
+    def entry(self, name: str, key: str) -> tuple[str, bytes]:
+        return super().entry(str(PoolName.KV), key) if name in self._scopes else super().entry(name, key)
+
+    def _register(self, name: str, host: Any) -> None:
+        super()._register(name, host)
+        self._scopes[name] = self._scopes.get(str(PoolName.KV), self._scopes[name])
+
+
+class RankBlindNames(NixlBackend):
+    """Object names leave out the TP rank, so ranks overwrite each other's shards."""
+
+    def _register(self, name: str, host: Any) -> None:
+        super()._register(name, host)
+        self._scopes[name] = scope_for(replace(self.storage_config, tp_rank=0, tp_size=1), name)
+
+
+class OffByOneRun(NixlBackend):
+    """batch_exists counts one page past the leading run."""
+
+    def batch_exists(self, keys: list[str], extra_info: HiCacheStorageExtraInfo | None = None) -> int:
+        run = super().batch_exists(keys, extra_info)
+        return min(len(keys), run + 1)
+
+
+class TrailingWindowMisread(NixlBackend):
+    """TRAILING_PAGES checks one page fewer than the window."""
+
+    @staticmethod
+    def _restorable(t: PoolTransfer, present: list[bool]) -> list[bool]:
+        shorter = replace(t, keys=(t.keys or [])[1:]) if len(t.keys or []) > 1 else t
+        return NixlBackend._restorable(shorter, present)
+
+
+class StagedOffsetsShifted(NixlBackend):
+    """Staged pages are scattered from offsets that forget the record header."""
+
+    def _stage_in(self, item: _Item) -> bool:
+        if item.pool.zero_copy or not item.pool.has_meta:
+            return super()._stage_in(item)
+        ok = super()._stage_in(item)
+        if ok:
+            for (ptr, size), off in zip(item.regions, item.pool.layout.offsets):
+                ctypes.memmove(ptr, item.slot + off - UNIT, size)
+        return ok
+
+
+class StaleOverwrite(NixlBackend):
+    """A key already on disk is not rewritten: the old bytes stay, and set says True."""
+
+    def _write(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
+        fresh = [
+            [i for i in plan if not os.path.exists(i.path)] if plan is not None else None for plan in plans
+        ]
+        done = super()._write(fresh)
+        out: list[list[bool]] = []
+        for plan, sub, res in zip(plans, fresh, done):
+            if plan is None or sub is None:
+                out.append([])
+                continue
+            by_id = dict(zip(map(id, sub), res))
+            out.append([by_id.get(id(i), True) for i in plan])
+        return out
+
+
+class PartialSuccessAllTrue(NixlBackend):
+    """Every key of a set is reported stored, whatever happened to it."""
+
+    def _write(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
+        return [[True] * len(r) for r in super()._write(plans)]
+
+
+class GetWritesOutside(NixlBackend):
+    """A staged get copies 64 bytes past each region into host memory."""
+
+    def _stage_in(self, item: _Item) -> bool:
+        ok = super()._stage_in(item)
+        if ok and not item.pool.zero_copy and item.pool.has_meta:
+            ptr, size = item.regions[-1]
+            ctypes.memmove(ptr + size, item.slot, 64)
+        return ok
+
+
+class NoReadVerification(NixlBackend):
+    """Records are neither checksummed nor verified."""
+
+    def __init__(self, config: HiCacheStorageConfig, location: Any = None) -> None:
+        super().__init__(config, location)
+        self.settings = replace(self.settings, verify=False)
+
+
+STAGING_IN_POOL_DTYPE = _spec(StagingInPoolDtype)
+SHARED_STAGING = _spec(SharedStaging)
+POOL_BLIND_NAMES = _spec(PoolBlindNames)
+RANK_BLIND_NAMES = _spec(RankBlindNames)
+OFF_BY_ONE_RUN = _spec(OffByOneRun)
+TRAILING_WINDOW_MISREAD = _spec(TrailingWindowMisread)
+STAGED_OFFSETS_SHIFTED = _spec(StagedOffsetsShifted)
+STALE_OVERWRITE = _spec(StaleOverwrite)
+PARTIAL_SUCCESS_ALL_TRUE = _spec(PartialSuccessAllTrue)
+GET_WRITES_OUTSIDE = _spec(GetWritesOutside)
+NO_READ_VERIFICATION = _spec(NoReadVerification)
+
+MUTANTS = [
+    "STAGING_IN_POOL_DTYPE",
+    "SHARED_STAGING",
+    "POOL_BLIND_NAMES",
+    "RANK_BLIND_NAMES",
+    "SIZE_BLIND_EXISTS",
+    "OFF_BY_ONE_RUN",
+    "TRAILING_WINDOW_MISREAD",
+    "STAGED_OFFSETS_SHIFTED",
+    "UNALIGNED_ZERO_COPY",
+    "STALE_OVERWRITE",
+    "PARTIAL_SUCCESS_ALL_TRUE",
+    "GET_WRITES_OUTSIDE",
+    "NO_READ_VERIFICATION",
+    "IN_PLACE_WRITES",
+]
+"""Names of the module attributes above, one mutant each: ``--backend=tests.mutants.catalogue:NAME``."""

@@ -78,7 +78,7 @@ def pytest_configure(config: pytest.Config) -> None:
     storage = config.getoption("storage_dir")
     root = Path(storage) if storage else Path(tempfile.mkdtemp(prefix="hicache-conformance-"))
     root.mkdir(parents=True, exist_ok=True)
-    target = Target(spec, mode, root, dict(spec.capabilities.io_modes[mode]))
+    target = Target(spec, mode, root, dict(spec.capabilities.io_modes[mode]), ref=name)
     config.stash[_target_key] = target
     if config.getoption("cert_report"):
         if config.getoption("hypothesis_seed") is None:  # a report must say how to reproduce it

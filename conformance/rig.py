@@ -26,10 +26,13 @@ from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
 
 @dataclass
 class Target:
+    """The backend under test; ``ref`` is how ``--backend`` named it, for child processes."""
+
     spec: BackendSpec
     mode: str
     root: Path
     extra_config: dict[str, Any] = field(default_factory=dict)
+    ref: str = ""
 
     @property
     def caps(self) -> Capabilities:

@@ -78,7 +78,9 @@ def main(raw: str) -> int:
         os.setgid(NOBODY)
         os.setuid(NOBODY)
     spec = resolve_backend(job.backend)
-    target = Target(spec, job.mode, Path(job.storage).parent, dict(spec.capabilities.io_modes[job.mode]))
+    target = Target(
+        spec, job.mode, Path(job.storage).parent, dict(spec.capabilities.io_modes[job.mode]), job.backend
+    )
     geometry = load_geometry(job.family)
     with open_rig(target, geometry, Path(job.storage), job) as rig:
         pages = list(range(len(job.keys)))

@@ -76,7 +76,7 @@ def test_two_processes_sharing_a_store_lose_nothing(target: Target) -> None:
     with target.storage() as storage:
         jobs = [
             Job(
-                target.spec.name,
+                target.ref,
                 target.mode,
                 str(storage),
                 "deepseek_v3_mla",

@@ -66,7 +66,7 @@ def test_a_writer_killed_mid_batch_leaves_every_key_whole_or_absent(target: Targ
     geometry = load_geometry(KILL_FAMILY)
     keys = [f"kill-{i:03d}" for i in range(48)]
     with target.storage() as storage:
-        job = Job(target.spec.name, target.mode, str(storage), KILL_FAMILY, keys, seed=11, rounds=10_000)
+        job = Job(target.ref, target.mode, str(storage), KILL_FAMILY, keys, seed=11, rounds=10_000)
         proc = subprocess.Popen(job.argv(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             assert proc.stdout is not None
@@ -102,9 +102,7 @@ def test_a_file_size_limit_fails_writes_cleanly(target: Target, limit: int) -> N
     keys = [f"full-{i}" for i in range(4)]
     geometry = load_geometry(LIMIT_FAMILY)
     with target.storage() as storage:
-        job = Job(
-            target.spec.name, target.mode, str(storage), LIMIT_FAMILY, keys, seed=5, file_size_limit=limit
-        )
+        job = Job(target.ref, target.mode, str(storage), LIMIT_FAMILY, keys, seed=5, file_size_limit=limit)
         (report,) = _run(job)
         results = report["results"]
         assert isinstance(results, dict)
@@ -149,10 +147,10 @@ def test_a_read_only_store_refuses_writes_and_keeps_its_entries(target: Target) 
     keys = [f"ro-{i}" for i in range(3)]
     geometry = load_geometry(LIMIT_FAMILY)
     with target.storage() as storage:
-        (first,) = _run(Job(target.spec.name, target.mode, str(storage), LIMIT_FAMILY, keys, seed=1))
+        (first,) = _run(Job(target.ref, target.mode, str(storage), LIMIT_FAMILY, keys, seed=1))
         assert all(all(flags) for flags in first["results"].values())
         with read_only_view(storage) as view:
-            (second,) = _run(Job(target.spec.name, target.mode, str(view), LIMIT_FAMILY, keys, seed=2))
+            (second,) = _run(Job(target.ref, target.mode, str(view), LIMIT_FAMILY, keys, seed=2))
         results = second["results"]
         assert isinstance(results, dict)
         for name, flags in results.items():

@@ -88,20 +88,25 @@ class Rigged:
             for name, pool in self.pools.items()
         ]
 
-    def raw_plan(self, batch: int, op: str) -> tuple[Any, Any, Any]:
-        """The same descriptors our batch submits, against pre-opened files: the design's limit."""
-        lane = self.backend._lanes[op]
+    def items_on_files(self, batch: int, folder: str) -> list[_Item]:
+        """The items our batch plans, each on its own pre-opened, pre-sized file under ``folder``."""
         items: list[_Item] = []
         for t in self.transfers(batch):
             plan = self.backend._plan(str(t.name), t.keys, t.host_indices)
             assert plan is not None
             items.extend(plan)
         for item in items:
-            path = self.root / "raw" / f"{item.pool.name}-{item.key}"
+            path = self.root / folder / f"{item.pool.name}-{item.key}"
             path.parent.mkdir(parents=True, exist_ok=True)
             item.fd = os.open(path, os.O_RDWR | os.O_CREAT | (os.O_DIRECT if self.direct else 0), 0o644)
             os.ftruncate(item.fd, item.pool.layout.size)
             self.raw_fds.append(item.fd)
+        return items
+
+    def raw_plan(self, batch: int, op: str) -> tuple[Any, Any, Any]:
+        """The same descriptors our batch submits, against pre-opened files: the design's limit."""
+        lane = self.backend._lanes[op]
+        items = self.items_on_files(batch, "raw")
         dram, file = self.backend._descriptors(lane, items, writing=True)
         agent = lane.agent
         reg = agent.register_memory([(0, 0, fd, "") for fd in sorted({i.fd for i in items})], "FILE")
@@ -124,31 +129,13 @@ def raw_transfer(agent: Any, op: str, descs: tuple[Any, Any]) -> None:
 
 
 def pwritev_plan(rig: Rigged, batch: int) -> list[tuple[int, list[memoryview], int]]:
-    """Plain-syscall baseline: per record file, one pwritev/preadv of the same memory pieces."""
-    lane = rig.backend._lanes["WRITE"]
-    out = []
-    items: list[_Item] = []
-    for t in rig.transfers(batch):
-        plan = rig.backend._plan(str(t.name), t.keys, t.host_indices)
-        assert plan is not None
-        items.extend(plan)
-    for item in items:
-        path = rig.root / "pwritev" / f"{item.pool.name}-{item.key}"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | (os.O_DIRECT if rig.direct else 0), 0o644)
-        os.ftruncate(fd, item.pool.layout.size)
-        rig.raw_fds.append(fd)
-        item.fd = fd
-    dram, file = rig.backend._descriptors(lane, items, writing=True)
-    by_fd: dict[int, list[tuple[int, int, int]]] = {}
-    for (addr, size, _), (offset, _, fd) in zip(dram.tolist(), file.tolist()):
-        by_fd.setdefault(int(fd), []).append((int(offset), int(addr), int(size)))
-    for fd, pieces in by_fd.items():
-        pieces.sort()
-        # contiguous runs only: a record's pieces sit at padded offsets, so write each at its own offset
-        for offset, addr, size in pieces:
-            out.append((fd, [memoryview((ctypes.c_char * size).from_address(addr)).cast("B")], offset))
-    return out
+    """Plain-syscall baseline: one ``pwritev`` per descriptor our batch submits, same memory."""
+    items = rig.items_on_files(batch, "pwritev")
+    dram, file = rig.backend._descriptors(rig.backend._lanes["WRITE"], items, writing=True)
+    return [
+        (int(fd), [memoryview((ctypes.c_char * int(size)).from_address(int(addr))).cast("B")], int(offset))
+        for (addr, size, _), (offset, _, fd) in zip(dram.tolist(), file.tolist())
+    ]
 
 
 def drop_page_cache(root: Path) -> None:

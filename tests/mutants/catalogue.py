@@ -20,6 +20,7 @@ from conformance.interface import HiCacheStorageConfig, HiCacheStorageExtraInfo,
 from reference_backend.backend import CAPABILITIES, NixlBackend, _Item, _Lane
 from reference_backend.naming import scope_for
 from reference_backend.record import UNIT
+from tests.broken import in_place_writes, size_blind_exists, unaligned_zero_copy
 
 
 def _spec(cls: type[NixlBackend]) -> BackendSpec:
@@ -159,6 +160,9 @@ STALE_OVERWRITE = _spec(StaleOverwrite)
 PARTIAL_SUCCESS_ALL_TRUE = _spec(PartialSuccessAllTrue)
 GET_WRITES_OUTSIDE = _spec(GetWritesOutside)
 NO_READ_VERIFICATION = _spec(NoReadVerification)
+SIZE_BLIND_EXISTS = size_blind_exists.SPEC
+UNALIGNED_ZERO_COPY = unaligned_zero_copy.SPEC
+IN_PLACE_WRITES = in_place_writes.SPEC
 
 MUTANTS = [
     "STAGING_IN_POOL_DTYPE",

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from tests.mutants.catalogue import MUTANTS
 
+CRASHED = "(suite crashed)"
+
 
 def killed_by(name: str, mode: str) -> dict[str, int]:
     """Failures per property family when the suite runs on one mutant."""
@@ -41,7 +43,7 @@ def killed_by(name: str, mode: str) -> dict[str, int]:
         if not junit.exists():
             tail = done.stdout.decode(errors="replace")[-1500:] + done.stderr.decode(errors="replace")[-1500:]
             print(f"{name}: the suite run crashed (exit {done.returncode}):\n{tail}", file=sys.stderr)
-            return {"(suite crashed)": 1}
+            return {CRASHED: 1}
         families: dict[str, int] = {}
         for case in ET.parse(junit).getroot().iter("testcase"):
             family = case.get("classname", "").rsplit(".", 1)[-1].removeprefix("test_")
@@ -49,6 +51,11 @@ def killed_by(name: str, mode: str) -> dict[str, int]:
             if case.find("failure") is not None or case.find("error") is not None:
                 families[family] += 1
         return families
+
+
+def is_killed(row: dict[str, int]) -> bool:
+    """Killed means a property failed; a crashed suite run proves nothing."""
+    return any(count for family, count in row.items() if family != CRASHED)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,10 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for name, row in matrix.items():
         cells = ["X" if row.get(f) else "." for f in families]
-        lines.append(
-            f"| {name.lower()} | " + " | ".join(cells) + f" | {'yes' if any(row.values()) else 'NO'} |"
-        )
-    killed = sum(1 for row in matrix.values() if any(v for f, v in row.items() if f != "(suite crashed)"))
+        lines.append(f"| {name.lower()} | " + " | ".join(cells) + f" | {'yes' if is_killed(row) else 'NO'} |")
+    killed = sum(1 for row in matrix.values() if is_killed(row))
     lines.append(f"\nKilled {killed} of {len(matrix)} mutants ({100 * killed // max(1, len(matrix))}%).")
     text = "\n".join(lines)
     print(text)

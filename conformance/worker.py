@@ -1,10 +1,10 @@
 """A backend in a child process, for the properties that need real processes.
 
 ``python -m conformance.worker '<json>'`` builds the named backend on a storage folder with one
-geometry's pools and stores deterministic pages, round after round, printing ``round N`` after each
-completed ``batch_set_v2``. The parent kills it, limits it, or runs two at once, then checks what a
-fresh instance sees. Payloads are a pure function of (seed, round, pool, key), so the parent knows
-every version a key may legally hold.
+geometry's pools and stores deterministic pages, round after round. It prints ``writing N`` just
+before each ``batch_set_v2`` and ``round N`` after it. The parent kills it, limits it, or runs two
+at once, then checks what a fresh instance sees. Payloads are a pure function of (seed, round,
+pool, key), so the parent knows every version a key may legally hold.
 """
 
 from __future__ import annotations
@@ -36,10 +36,15 @@ class Job:
     keys: list[str]
     seed: int
     rounds: int = 1
+    fresh_keys: bool = False
     tp_rank: int = 0
     tp_size: int = 1
     file_size_limit: int | None = None
     as_nobody: bool = False
+
+    def keys_of(self, round_: int) -> list[str]:
+        """The keys round ``round_`` stores: the same every round, or new ones (``fresh_keys``)."""
+        return [f"{k}@{round_}" for k in self.keys] if self.fresh_keys else list(self.keys)
 
     def argv(self) -> list[str]:
         return [sys.executable, "-m", "conformance.worker", json.dumps(asdict(self))]
@@ -85,10 +90,12 @@ def main(raw: str) -> int:
     with open_rig(target, geometry, Path(job.storage), job) as rig:
         pages = list(range(len(job.keys)))
         for round_ in range(job.rounds):
+            keys = job.keys_of(round_)
             for name in rig.pools:
-                for page, key in enumerate(job.keys):
+                for page, key in enumerate(keys):
                     rig.put(name, page, payload(rig.pool(name), job.seed, round_, name, key))
-            results = store_round(rig, job.keys, pages)
+            print(json.dumps({"writing": round_}), flush=True)
+            results = store_round(rig, keys, pages)
             print(json.dumps({"round": round_, "results": results}), flush=True)
     return 0
 

@@ -15,7 +15,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 import torch
@@ -53,41 +53,57 @@ def _audit(rig: Rig, keys: list[str], seed: int, rounds: int) -> dict[str, int]:
     return seen
 
 
+def _reports(stream: IO[str]) -> Iterator[dict[str, Any]]:
+    """The worker's JSON lines, as they come."""
+    for line in stream:
+        if line.startswith("{"):
+            yield json.loads(line)
+
+
 def _run(job: Job, timeout: float = 120) -> list[dict[str, Any]]:
     done = subprocess.run(job.argv(), capture_output=True, text=True, timeout=timeout, check=False)
     assert done.returncode == 0, f"worker failed ({done.returncode}): {done.stderr[-2000:]}"
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return [r for r in map(json.loads, filter(lambda x: x.startswith('{"round"'), done.stdout.splitlines()))]
 
 
-@pytest.mark.parametrize("delay", [0.0, 0.005, 0.05], ids=["at-once", "5ms", "50ms"])
-def test_a_writer_killed_mid_batch_leaves_every_key_whole_or_absent(target: Target, delay: float) -> None:
+@pytest.mark.parametrize("fresh", [False, True], ids=["overwriting", "fresh-keys"])
+@pytest.mark.parametrize("delay", [0.0, 0.003], ids=["at-once", "3ms"])
+def test_a_writer_killed_mid_batch_leaves_every_key_whole_or_absent(
+    target: Target, delay: float, fresh: bool
+) -> None:
     """SIGKILL during batch_set_v2: after a restart no key is torn and no stored key is lost."""
     target.require("persistence", "a restart must see what was stored")
     geometry = load_geometry(KILL_FAMILY)
     keys = [f"kill-{i:03d}" for i in range(48)]
     with target.storage() as storage:
-        job = Job(target.ref, target.mode, str(storage), KILL_FAMILY, keys, seed=11, rounds=10_000)
+        job = Job(
+            target.ref, target.mode, str(storage), KILL_FAMILY, keys, seed=11, rounds=10_000, fresh_keys=fresh
+        )
         proc = subprocess.Popen(job.argv(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             assert proc.stdout is not None
-            first = json.loads(proc.stdout.readline() or "{}")
-            if first.get("round") != 0:
+            lines = _reports(proc.stdout)
+            first = next((r for r in lines if "round" in r), {})
+            if first.get("round") != 0 or next(lines, {}).get("writing") != 1:
                 proc.wait(timeout=60)
                 raise AssertionError(
                     f"worker never finished a round: {proc.stderr.read() if proc.stderr else ''}"
                 )
-            time.sleep(delay)
+            time.sleep(delay)  # round 1's batch_set_v2 has begun
             proc.send_signal(signal.SIGKILL)
             rest = proc.stdout.read()
         finally:
             proc.kill()
             proc.wait()
-        rounds_done = 1 + sum(1 for line in rest.splitlines() if line.startswith("{"))
+        rounds_done = 1 + sum(1 for line in rest.splitlines() if line.startswith('{"round"'))
         stored_in_round0 = {name: flags for name, flags in first["results"].items()}
         with Rig(target, geometry, storage, page_num=len(keys)) as rig:
-            seen = _audit(rig, keys, job.seed, rounds_done + 1)
+            seen = {"whole": 0, "absent": 0}
+            for round_ in range(rounds_done + 1 if fresh else 1):
+                for state, count in _audit(rig, job.keys_of(round_), job.seed, rounds_done + 1).items():
+                    seen[state] += count
             for name, flags in stored_in_round0.items():
-                for page, (key, stored) in enumerate(zip(keys, flags)):
+                for page, (key, stored) in enumerate(zip(job.keys_of(0), flags)):
                     if stored:
                         assert rig.get(PoolName(name), [key], [page]) == [True], (
                             f"{name} key {key!r} was lost"

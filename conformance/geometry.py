@@ -20,7 +20,7 @@ from conformance.hostpools import (
     MLAHostPool,
     MultiRegionHostPool,
 )
-from conformance.interface import PoolHitPolicy, PoolName
+from conformance.interface import PoolHitPolicy, PoolName, PoolTransfer
 
 KV_LAYOUTS = ("layer_first", "page_first", "page_first_direct")
 
@@ -52,6 +52,16 @@ class PoolSpec:
     @property
     def group_pages(self) -> int:
         return int(self.params.get("group_pages", 0))
+
+    def exists_transfer(self, keys: list[str]) -> PoolTransfer:
+        """The PoolTransfer that asks ``batch_exists_v2`` about this pool under its own policy."""
+        return PoolTransfer(
+            name=self.name,
+            keys=list(keys),
+            hit_policy=self.hit_policy,
+            block_pages=self.block_pages,
+            group_pages=self.group_pages,
+        )
 
     def build(self, *, layout: str, misalign: int = 0, page_num: int = 8) -> HostPoolDouble:
         """A fresh double of this pool, filled with a recognisable byte so stray writes show."""

@@ -189,12 +189,15 @@ class NixlBackend:
         starts = page_starts(pool.host, keys, host_indices)
         if starts is None:
             return None
-        return [_Item(pool, key, start, *self.entry(name, key)) for key, start in zip(keys, starts)]
-
-    def entry(self, name: str, key: str) -> tuple[str, bytes]:
-        """The file path of an entry and the digest its header must carry."""
         scope = self._scopes[name]
-        return entry_path(self.root, scope, name, key), entry_digest(scope, name, key)
+        return [
+            _Item(pool, key, start, self.entry_file(name, key), entry_digest(scope, name, key))
+            for key, start in zip(keys, starts)
+        ]
+
+    def entry_file(self, name: str, key: str) -> str:
+        """Where an entry's record lives (exists asks only this; no digest is needed there)."""
+        return entry_path(self.root, self._scopes[name], name, key)
 
     def _open_flags(self, base: int) -> int:
         return base | (os.O_DIRECT if self.settings.direct_io else 0)
@@ -438,7 +441,7 @@ class NixlBackend:
         out = []
         for key in keys:
             try:
-                out.append(os.stat(self.entry(name, key)[0]).st_size == pool.layout.size)
+                out.append(os.stat(self.entry_file(name, key)).st_size == pool.layout.size)
             except (OSError, ValueError):
                 out.append(False)
         return out

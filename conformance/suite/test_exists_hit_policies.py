@@ -13,7 +13,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conformance.geometry import ModelGeometry
-from conformance.interface import PoolHitPolicy, PoolName, PoolTransfer
+from conformance.interface import PoolHitPolicy, PoolName
 from conformance.oracle import check_exists_result, expected_exists_v2, leading_run
 from conformance.rig import Rig, Target
 from conformance.suite._common import GEOMETRIES, HYBRID, ids
@@ -93,15 +93,7 @@ def test_batch_exists_v2_follows_every_pools_hit_policy(
             if spec.hit_policy is PoolHitPolicy.TRAILING_PAGES
             else keys
         )
-        transfers.append(
-            PoolTransfer(
-                name=spec.name,
-                keys=own,
-                hit_policy=spec.hit_policy,
-                block_pages=spec.block_pages,
-                group_pages=spec.group_pages,
-            )
-        )
+        transfers.append(spec.exists_transfer(own))
     with target.storage() as storage, Rig(target, geometry, storage, page_num=PAGES) as rig:
         for name, present in flags.items():
             stored = [i for i, flag in enumerate(present) if flag]

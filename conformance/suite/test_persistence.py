@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 
 from conformance.geometry import ModelGeometry
-from conformance.interface import PoolName, PoolTransfer
+from conformance.interface import PoolName
 from conformance.rig import Rig, Target
 from conformance.strategies import payload_seeds, render_page
 from conformance.suite._common import HYBRID, ids
@@ -34,16 +34,7 @@ def test_a_restarted_backend_reads_back_what_it_stored(
                 assert first.set(name, keys, range(PAGES)) == [True] * PAGES
         with Rig(target, geometry, storage, page_num=PAGES) as second:
             assert second.backend.batch_exists(keys) == PAGES
-            transfers = [
-                PoolTransfer(
-                    name=s.name,
-                    keys=keys,
-                    hit_policy=s.hit_policy,
-                    block_pages=s.block_pages,
-                    group_pages=s.group_pages,
-                )
-                for s in target.usable_pools(geometry)
-            ]
+            transfers = [s.exists_transfer(keys) for s in target.usable_pools(geometry)]
             assert second.backend.batch_exists_v2(keys, transfers).kv_hit_pages == PAGES
             for name in second.pools:
                 assert second.get(name, keys, range(PAGES)) == [True] * PAGES

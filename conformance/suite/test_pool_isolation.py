@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.geometry import ModelGeometry
-from conformance.interface import PoolName, PoolTransfer
+from conformance.interface import PoolName
 from conformance.rig import Rig, Target
 from conformance.strategies import payload_seeds, render_page
 from conformance.suite._common import HYBRID, ids, kv_layouts, misaligns
@@ -85,28 +85,14 @@ def test_entries_in_one_pool_are_invisible_to_another_pools_exists(
         assert rig.backend.batch_exists(keys) == 0, f"{side.name} entries counted as KV hits"
         result = rig.backend.batch_exists_v2(
             keys,
-            [
-                PoolTransfer(
-                    name=side.name,
-                    keys=keys,
-                    hit_policy=side.hit_policy,
-                    block_pages=side.block_pages,
-                    group_pages=side.group_pages,
-                )
-            ],
+            [side.exists_transfer(keys)],
         )
         assert result.kv_hit_pages == 0
         assert rig.set(PoolName.KV, keys, range(count)) == [True] * count
         others = [s for s in specs if s.name is not side.name]
         if others:
             other = others[0]
-            transfer = PoolTransfer(
-                name=other.name,
-                keys=keys,
-                hit_policy=other.hit_policy,
-                block_pages=other.block_pages,
-                group_pages=other.group_pages,
-            )
+            transfer = other.exists_transfer(keys)
             result = rig.backend.batch_exists_v2(keys, [transfer])
             assert dict(result.extra_pool_hit_pages).get(str(other.name), 0) == 0, (
                 f"{side.name} entries counted as {other.name} hits"

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
 
 from conformance.geometry import load_geometry
-from conformance.interface import PoolHitPolicy, PoolName, PoolTransfer
+from conformance.interface import PoolHitPolicy, PoolName
 from conformance.oracle import check_exists_result, expected_exists_v2, leading_run
 from conformance.rig import Rig, Target
 from conformance.strategies import render_page
@@ -91,15 +91,7 @@ def test_random_operation_sequences_agree_with_a_dictionary_model(target: Target
                 if spec.hit_policy not in policies:
                     continue
                 own = keys[-window:] if spec.hit_policy is PoolHitPolicy.TRAILING_PAGES else keys
-                transfers.append(
-                    PoolTransfer(
-                        name=name,
-                        keys=own,
-                        hit_policy=spec.hit_policy,
-                        block_pages=spec.block_pages,
-                        group_pages=spec.group_pages,
-                    )
-                )
+                transfers.append(spec.exists_transfer(own))
             expected = expected_exists_v2(keys, transfers, lambda pool, key: self._present(rig, pool, key))
             problems = check_exists_result(rig.backend.batch_exists_v2(keys, transfers), expected)
             assert not problems, "; ".join(problems)

@@ -9,13 +9,11 @@ from pathlib import Path
 from conformance.capabilities import BackendSpec
 from conformance.interface import HiCacheStorageConfig
 from reference_backend.backend import CAPABILITIES, NixlBackend
-from reference_backend.naming import entry_path
 
 
 class SizeBlindExistsBackend(NixlBackend):
     def _present(self, name: str, keys: Iterable[str]) -> list[bool]:
-        scope = self._scopes[name]
-        return [os.path.exists(entry_path(self.root, scope, name, k)) for k in keys]
+        return [name in self._scopes and os.path.exists(self.entry_file(name, k)) for k in keys]
 
 
 def _factory(config: HiCacheStorageConfig, storage_dir: Path) -> SizeBlindExistsBackend:

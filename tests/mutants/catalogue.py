@@ -59,12 +59,8 @@ class SharedStaging(NixlBackend):
 class PoolBlindNames(NixlBackend):
     """Object names leave out the pool: pools sharing a key share a file."""
 
-    def entry(self, name: str, key: str) -> tuple[str, bytes]:
-        return super().entry(str(PoolName.KV), key) if name in self._scopes else super().entry(name, key)
-
-    def _register(self, name: str, host: Any) -> None:
-        super()._register(name, host)
-        self._scopes[name] = self._scopes.get(str(PoolName.KV), self._scopes[name])
+    def entry_file(self, name: str, key: str) -> str:
+        return super().entry_file(str(PoolName.KV), key)
 
 
 class RankBlindNames(NixlBackend):

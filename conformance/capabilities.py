@@ -47,6 +47,7 @@ class Capabilities:
     detects_corruption: bool = False
     reports_transfer_mode: bool = False
     enumerates_objects: bool = False
+    overwrites: bool = True
     io_modes: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {"default": {}})
     direct_io_modes: frozenset[str] = frozenset()
 
@@ -64,19 +65,44 @@ class Capabilities:
             "detects_corruption": self.detects_corruption,
             "reports_transfer_mode": self.reports_transfer_mode,
             "enumerates_objects": self.enumerates_objects,
+            "overwrites": self.overwrites,
             "io_modes": sorted(self.io_modes),
             "direct_io_modes": sorted(self.direct_io_modes),
         }
 
 
 Factory = Callable[[HiCacheStorageConfig, Path], Any]
+PoolBuilder = Callable[..., Any]
+"""``(pool_spec, *, layout, misalign, page_num) -> HostPoolDouble``, as ``PoolSpec.build``."""
 
 
 @dataclass(frozen=True)
 class BackendSpec:
-    """A named backend: how to build one on a storage location, and what it claims."""
+    """A named backend: how to build one on a storage location, and what it claims.
+
+    ``build_pool`` replaces the suite's host-pool doubles where a backend can be given its
+    engine's real pools (the SGLang adapters do). ``known_defects`` maps test ids (the part after
+    the module path; a trailing ``[*]`` covers every parameter set, a trailing ``@mode`` limits the
+    entry to one I/O mode) to the reason a property is expected to fail: each becomes
+    ``xfail(strict=True)``, so a fixed defect turns the run red. ``intermittent_defects`` has the
+    same form, for defects a property catches only when a race or a kill lands just so; those
+    become non-strict xfails, since a pass proves nothing there.
+    """
 
     name: str
     factory: Factory
     capabilities: Capabilities
     version: str = "unknown"
+    build_pool: PoolBuilder | None = None
+    known_defects: Mapping[str, str] = field(default_factory=dict)
+    intermittent_defects: Mapping[str, str] = field(default_factory=dict)
+
+    def known_defect(self, test_id: str, mode: str) -> tuple[str, bool] | None:
+        """``(reason, strict)`` where a declared defect covers ``test_id`` in ``mode``, else None."""
+        base = test_id.split("[", 1)[0] + "[*]"
+        for key in (f"{test_id}@{mode}", f"{base}@{mode}", test_id, base):
+            if key in self.known_defects:
+                return self.known_defects[key], True
+            if key in self.intermittent_defects:
+                return self.intermittent_defects[key], False
+        return None

@@ -96,6 +96,20 @@ def pytest_configure(config: pytest.Config) -> None:
         config.args = [str(SUITE_DIR)]
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A backend's declared known defects become xfails, strict unless intermittent."""
+    target = config.stash.get(_target_key, None)
+    if target is None:
+        return
+    for item in items:
+        if "target" not in getattr(item, "fixturenames", ()):
+            continue
+        defect = target.spec.known_defect(item.nodeid.split("::", 1)[-1], target.mode)
+        if defect:
+            reason, strict = defect
+            item.add_marker(pytest.mark.xfail(strict=strict, reason=f"known defect: {reason}"))
+
+
 @pytest.fixture(scope="session")
 def target(request: pytest.FixtureRequest) -> Iterator[Target]:
     """The backend under test, as chosen with ``--backend``."""
@@ -123,7 +137,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     statistics = getattr(item, "hypothesis_statistics", None)
     if report.when == "teardown" and statistics:
         report.user_properties.append(("hypothesis_examples", examples_run(statistics)))
-    if report.skipped and isinstance(report.longrepr, tuple):
+    if report.skipped and isinstance(report.longrepr, tuple) and not hasattr(report, "wasxfail"):
         item.config.stash[_skips_key].append((item.nodeid, str(report.longrepr[2])))
 
 
@@ -144,7 +158,12 @@ class CertCollector:
         if report.when == "call" or (report.when == "setup" and not report.passed):
             entry.outcome = report.outcome
             entry.seconds += report.duration
-            if report.skipped and isinstance(report.longrepr, tuple):
+            if hasattr(report, "wasxfail"):
+                entry.outcome, entry.reason = (
+                    "known defect",
+                    str(report.wasxfail).removeprefix("known defect: "),
+                )
+            elif report.skipped and isinstance(report.longrepr, tuple):
                 entry.reason = str(report.longrepr[2]).removeprefix("Skipped: ")
         if report.when == "teardown" and report.failed:
             entry.outcome = "failed"

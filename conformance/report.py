@@ -49,8 +49,9 @@ class CertReport:
     def verdict(self) -> dict[str, Any]:
         failed = [p.nodeid for p in self.properties if p.outcome == "failed"]
         skipped = [p.nodeid for p in self.properties if p.outcome == "skipped"]
-        if failed or not self.properties:
-            return {"verdict": "not certified", "failing": failed}
+        known = [p.nodeid for p in self.properties if p.outcome == "known defect"]
+        if failed or known or not self.properties:
+            return {"verdict": "not certified", "failing": failed, "known_defects": known}
         if skipped:
             passed = [p.nodeid for p in self.properties if p.outcome == "passed"]
             return {"verdict": "certified for a subset", "certified": passed, "not_claimed": skipped}
@@ -86,6 +87,13 @@ class CertReport:
         ]
         if verdict.get("failing"):
             lines += ["", "## Failing properties", "", *(f"- `{n}`" for n in verdict["failing"])]
+        if verdict.get("known_defects"):
+            lines += [
+                "",
+                "## Known defects (expected failures)",
+                "",
+                *(f"- `{n}`" for n in verdict["known_defects"]),
+            ]
         return "\n".join(lines) + "\n"
 
     def write(self, folder: Path) -> None:

@@ -62,9 +62,21 @@ class Target:
         finally:
             shutil.rmtree(path, ignore_errors=True)
 
+    def build_pool(
+        self, spec: PoolSpec, *, layout: str, misalign: int = 0, page_num: int = 8
+    ) -> HostPoolDouble:
+        """The host pool the backend is given: its engine's own where it declares one, else a double."""
+        build = self.spec.build_pool or PoolSpec.build
+        pool: HostPoolDouble = build(spec, layout=layout, misalign=misalign, page_num=page_num)
+        return pool
+
     def usable_pools(self, geometry: ModelGeometry) -> list[PoolSpec]:
         """The geometry's side pools this backend claims to support."""
         return [p for p in geometry.side_pools if p.name in self.caps.side_pools]
+
+    def queryable_pools(self, geometry: ModelGeometry) -> list[PoolSpec]:
+        """The usable side pools whose hit policy the backend declares, so exists may ask about them."""
+        return [p for p in self.usable_pools(geometry) if p.hit_policy in self.caps.hit_policies]
 
     def require_side_pools(self, geometry: ModelGeometry) -> list[PoolSpec]:
         pools = self.usable_pools(geometry)
@@ -122,10 +134,14 @@ class Rig:
         self.target, self.geometry, self.storage = target, geometry, storage
         caps = target.caps
         if pools is None:
-            pools = {geometry.kv.name: geometry.kv.build(layout=layout, misalign=misalign, page_num=page_num)}
+            pools = {
+                geometry.kv.name: target.build_pool(
+                    geometry.kv, layout=layout, misalign=misalign, page_num=page_num
+                )
+            }
             for spec in target.usable_pools(geometry):
-                pools[spec.name] = spec.build(
-                    layout=side_layout(layout), misalign=misalign, page_num=page_num
+                pools[spec.name] = target.build_pool(
+                    spec, layout=side_layout(layout), misalign=misalign, page_num=page_num
                 )
         self.pools = pools
         self.config = HiCacheStorageConfig(
@@ -190,13 +206,25 @@ class Rig:
                 f"{name} page {page}{' (' + context + ')' if context else ''}: {problem}; {pool.describe()}"
             )
 
-    def set(self, name: PoolName, keys: Sequence[str], pages: Sequence[int]) -> list[bool]:
-        """Store pages through v1 for KV (when claimed) and v2 otherwise."""
+    def set_at(self, name: PoolName, keys: Any, host_indices: Any) -> Any:
+        """The backend's own answer to a store, through v1 for KV (when claimed) and v2 otherwise.
+
+        Nothing is checked or converted, so malformed keys and indices reach the backend as given.
+        """
         if name is PoolName.KV and self.target.caps.v1_kv:
-            return list(self.backend.batch_set_v1(list(keys), self.indices(name, pages)))
-        return list(self.backend.batch_set_v2([self.transfer(name, keys, pages)])[str(name)])
+            return self.backend.batch_set_v1(keys, host_indices)
+        transfer = PoolTransfer(name=name, host_indices=host_indices, keys=keys)
+        return self.backend.batch_set_v2([transfer]).get(str(name))
+
+    def get_at(self, name: PoolName, keys: Any, host_indices: Any) -> Any:
+        if name is PoolName.KV and self.target.caps.v1_kv:
+            return self.backend.batch_get_v1(keys, host_indices)
+        transfer = PoolTransfer(name=name, host_indices=host_indices, keys=keys)
+        return self.backend.batch_get_v2([transfer]).get(str(name))
+
+    def set(self, name: PoolName, keys: Sequence[str], pages: Sequence[int]) -> list[bool]:
+        """Store whole host pages under ``keys``."""
+        return list(self.set_at(name, list(keys), self.indices(name, pages)))
 
     def get(self, name: PoolName, keys: Sequence[str], pages: Sequence[int]) -> list[bool]:
-        if name is PoolName.KV and self.target.caps.v1_kv:
-            return list(self.backend.batch_get_v1(list(keys), self.indices(name, pages)))
-        return list(self.backend.batch_get_v2([self.transfer(name, keys, pages)])[str(name)])
+        return list(self.get_at(name, list(keys), self.indices(name, pages)))

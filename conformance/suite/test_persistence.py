@@ -34,7 +34,7 @@ def test_a_restarted_backend_reads_back_what_it_stored(
                 assert first.set(name, keys, range(PAGES)) == [True] * PAGES
         with Rig(target, geometry, storage, page_num=PAGES) as second:
             assert second.backend.batch_exists(keys) == PAGES
-            transfers = [s.exists_transfer(keys) for s in target.usable_pools(geometry)]
+            transfers = [s.exists_transfer(keys) for s in target.queryable_pools(geometry)]
             assert second.backend.batch_exists_v2(keys, transfers).kv_hit_pages == PAGES
             for name in second.pools:
                 assert second.get(name, keys, range(PAGES)) == [True] * PAGES

@@ -1,0 +1,119 @@
+"""What SGLang 0.5.23's own backends fail, property by property.
+
+Each key is a test id (the part after the module path), where a trailing ``[*]`` stands for every
+parameter set; each value is the defect that makes it fail.
+The plugin marks matching properties ``xfail(strict=True)``, so a fixed upstream turns the run red
+until its entry goes. ``docs/upstream-findings.md`` has a minimal reproduction of each defect.
+"""
+
+from __future__ import annotations
+
+UNCHECKED_INDICES = "host indices are never checked; whatever the slice holds is stored and reported True"
+TRUNCATED_IS_A_HIT = "exists is a file-exists test, so an empty or truncated entry is a hit"
+NAMES_COLLIDE = (
+    "object names are not injective: '/' in a model name becomes '-', and a key that spells "
+    "another pool's suffix names that pool's entry"
+)
+KEYS_ARE_PATHS = "keys are spliced into paths unchecked: '../' and absolute keys write outside the store"
+
+SGLANG_FILE_DEFECTS: dict[str, str] = {
+    "test_indices_outside_the_pool_are_refused[*]": UNCHECKED_INDICES,
+    "test_indices_off_a_page_boundary_are_refused": UNCHECKED_INDICES,
+    "test_index_tensors_of_the_wrong_dtype_are_refused[torch.bool]": UNCHECKED_INDICES,
+    "test_index_tensors_of_the_wrong_dtype_are_refused[torch.uint8]": UNCHECKED_INDICES,
+    "test_duplicate_keys_in_one_batch_are_refused": "a repeated key is stored once and reported True twice",
+    **dict.fromkeys(
+        [f"test_keys_that_are_not_usable_strings_are_refused[{k}]" for k in ("None", "int", "bytes")],
+        "a key that is not a str raises AttributeError from key.endswith, deep in the backend",
+    ),
+    "test_keys_that_are_not_usable_strings_are_refused[empty]": "the empty key is stored as a page",
+    "test_path_traversal_keys_never_leave_the_store[../x]": KEYS_ARE_PATHS,
+    "test_path_traversal_keys_never_leave_the_store[../../x]": KEYS_ARE_PATHS,
+    "test_an_absolute_path_key_never_leaves_the_store": KEYS_ARE_PATHS,
+    "test_a_truncated_object_is_neither_present_nor_readable[*]": (
+        TRUNCATED_IS_A_HIT + "; get raises OSError('Short read') instead of missing"
+    ),
+    "test_a_file_size_limit_fails_writes_cleanly[1B]": (
+        "numpy's tofile ignores the error when stdio flushes its last buffer at close: on a full "
+        "disk a short file is renamed into place and reported stored"
+    ),
+    "test_a_file_size_limit_fails_writes_cleanly[4KiB]": (
+        "numpy's tofile ignores the error when stdio flushes its last buffer at close: on a full "
+        "disk a short file is renamed into place and reported stored"
+    ),
+    "test_every_config_pool_and_key_has_its_own_stored_object[*]": NAMES_COLLIDE,
+    "test_keys_that_spell_another_pools_suffix_stay_distinct[*]": NAMES_COLLIDE,
+}
+
+ODIRECT_ODD_PAGES = (
+    "under O_DIRECT a page whose size is not a multiple of 512 B (704-B Mamba and SWA pages, "
+    "1536-B DSA indexer pages) fails to write, and the empty file left behind is a hit"
+)
+MINIMUM_OVER_POOLS = (
+    "batch_exists_v2 takes the minimum of the pools' figures, which can be a prefix no pool set "
+    "can restore (a TRAILING_PAGES hole just before an ALL_PAGES gap)"
+)
+DIRECT_MODES = ("direct", "direct-uring")
+DIRECT_ODD_PAGE_FALLOUT = [
+    # the bad-input sandbox stores two entries in every pool of a model with 704-B Mamba pages
+    "test_an_empty_batch_does_nothing",
+    "test_an_unregistered_pool_is_refused",
+    "test_indices_outside_the_pool_are_refused[*]",
+    "test_keys_and_indices_of_different_lengths_are_refused",
+    "test_keys_over_4_kib_are_stored_apart_or_refused",
+    "test_keys_that_are_not_usable_strings_are_refused[*]",
+    "test_path_traversal_keys_never_leave_the_store[*]",
+    "test_a_read_only_store_refuses_writes_and_keeps_its_entries",
+    "test_threads_storing_and_loading_disjoint_and_shared_keys_never_tear",
+    *(
+        f"{t}[{g}]"
+        for g in ("adversarial", "deepseek_v32_dsa", "qwen3_next_hybrid")
+        for t in (
+            "test_side_pool_pages_round_trip_byte_for_byte_through_v2",
+            "test_a_restarted_backend_reads_back_what_it_stored",
+            "test_entries_in_one_pool_are_invisible_to_another_pools_exists",
+            "test_get_never_touches_host_memory_outside_its_target_slots",
+            "test_overwriting_one_pool_never_changes_another_pool",
+            "test_keys_that_spell_another_pools_suffix_stay_distinct",
+        )
+    ),
+    "test_batch_exists_v2_follows_every_pools_hit_policy[deepseek_v32_dsa]",
+    "test_batch_exists_v2_follows_every_pools_hit_policy[qwen3_next_hybrid]",
+    "test_random_operation_sequences_agree_with_a_dictionary_model",
+]
+
+SGLANG_NIXL_DEFECTS: dict[str, str] = {
+    "test_indices_off_a_page_boundary_are_refused": UNCHECKED_INDICES,
+    "test_index_tensors_of_the_wrong_dtype_are_refused[torch.float32]": (
+        "float indices reach NIXL's bindings and fail there with a pybind11 cast error"
+    ),
+    "test_index_tensors_of_the_wrong_dtype_are_refused[torch.bool]": UNCHECKED_INDICES,
+    "test_index_tensors_of_the_wrong_dtype_are_refused[torch.uint8]": UNCHECKED_INDICES,
+    "test_duplicate_keys_in_one_batch_are_refused": "a repeated key is written twice and reported True twice",
+    "test_keys_that_are_not_usable_strings_are_refused[empty]": "the empty key is stored as a page",
+    "test_keys_that_are_not_usable_strings_are_refused[NUL]": (
+        "a key with a NUL byte reaches the NIXL path-mode open and is reported stored"
+    ),
+    "test_path_traversal_keys_never_leave_the_store[../../x]": KEYS_ARE_PATHS,
+    "test_an_absolute_path_key_never_leaves_the_store": KEYS_ARE_PATHS,
+    "test_every_stride_and_base_alignment_round_trips_in_every_io_mode[aligned-base-unaligned]": (
+        ODIRECT_ODD_PAGES
+    ),
+    "test_every_stride_and_base_alignment_round_trips_in_every_io_mode[misaligned-base-unaligned]": (
+        ODIRECT_ODD_PAGES
+    ),
+    "test_a_truncated_object_is_neither_present_nor_readable[*]": TRUNCATED_IS_A_HIT,
+    "test_a_file_size_limit_fails_writes_cleanly[1B]": (
+        "a write that fails leaves an empty file, which exists counts: a torn entry is a hit"
+    ),
+    "test_every_config_pool_and_key_has_its_own_stored_object[*]": NAMES_COLLIDE,
+    "test_batch_exists_v2_follows_every_pools_hit_policy[adversarial]": MINIMUM_OVER_POOLS,
+    **{f"{t}@{mode}": ODIRECT_ODD_PAGES for t in DIRECT_ODD_PAGE_FALLOUT for mode in DIRECT_MODES},
+}
+
+SGLANG_NIXL_INTERMITTENT: dict[str, str] = {
+    "test_a_writer_killed_mid_batch_leaves_every_key_whole_or_absent[*]": (
+        "writes go in place (O_CREAT without truncation or rename): a kill inside a write leaves "
+        "a torn entry that reads back as stored"
+    ),
+}

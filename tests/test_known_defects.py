@@ -1,0 +1,59 @@
+"""A backend's declared known defects: expected failures that turn the run red once fixed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+PROPERTY = "test_exists_hit_policies.py::test_batch_exists_v2_follows_every_pools_hit_policy[adversarial]"
+
+
+def _run(pytester: pytest.Pytester, backend: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    out = pytester.path / "cert"
+    result = pytester.runpytest(
+        f"--backend=tests.declared:{backend}",
+        f"--cert-report={out}",
+        "-p",
+        "no:cacheprovider",
+        "--hypothesis-seed=0",
+        "-k",
+        "follows_every_pools_hit_policy and adversarial",
+    )
+    return result, json.loads((out / "report.json").read_text())
+
+
+def test_a_declared_defect_that_still_fails_is_an_expected_failure_and_not_certified(
+    pytester: pytest.Pytester,
+) -> None:
+    result, report = _run(pytester, "STILL_BROKEN")
+    result.assert_outcomes(xfailed=1)
+    (entry,) = report["properties"]
+    assert entry["outcome"] == "known defect" and entry["nodeid"].endswith(PROPERTY)
+    assert entry["reason"] == "takes the minimum of the pools' figures"
+    assert report["verdict"] == "not certified"
+    assert report["known_defects"] == [entry["nodeid"]]
+
+
+def test_a_declared_defect_that_was_fixed_fails_the_run(pytester: pytest.Pytester) -> None:
+    result, report = _run(pytester, "FIXED")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*XPASS(strict)*declared, but the backend is right*"])
+    assert report["verdict"] == "not certified"
+
+
+def test_a_defect_declared_for_another_mode_does_not_excuse_this_one(pytester: pytest.Pytester) -> None:
+    result, _ = _run(pytester, "BROKEN_IN_ANOTHER_MODE")
+    result.assert_outcomes(failed=1)
+
+
+def test_patterns_other_than_a_trailing_parameter_wildcard_match_nothing(pytester: pytest.Pytester) -> None:
+    result, _ = _run(pytester, "GLOB")
+    result.assert_outcomes(failed=1)
+
+
+def test_an_intermittent_defect_that_did_not_show_leaves_the_run_green(pytester: pytest.Pytester) -> None:
+    result, _ = _run(pytester, "INTERMITTENT_AND_PASSING")
+    result.assert_outcomes(xpassed=1)
+    assert result.ret == pytest.ExitCode.OK

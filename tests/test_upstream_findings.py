@@ -1,0 +1,48 @@
+"""Every reproduction in docs/upstream-findings.md still reproduces (when SGLang is installed).
+
+A snippet exits 0 while its defect is there; when upstream fixes one, this test names it, as the
+adapters' strict expected failures do for the properties.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conformance.upstream.loader import UpstreamUnavailable, sglang
+
+FINDINGS = Path(__file__).resolve().parent.parent / "docs" / "upstream-findings.md"
+BLOCK = re.compile(r"^( *)```python\n(.*?)^\1```", re.MULTILINE | re.DOTALL)
+
+
+def _snippets() -> tuple[str, list[tuple[str, str]]]:
+    """The preamble, and each finding's snippet under the heading it belongs to."""
+    text = FINDINGS.read_text()
+    blocks = []
+    for match in BLOCK.finditer(text):
+        heading = re.findall(r"^#+ (.+)$|^- \*\*(.+?)\*\*", text[: match.start()], re.MULTILINE)[-1]
+        blocks.append(("".join(heading), textwrap.dedent(match.group(2))))
+    (preamble,) = [code for _, code in blocks if code.startswith("# preamble")]
+    return preamble, [(title, code) for title, code in blocks if not code.startswith("# preamble")]
+
+
+PREAMBLE, SNIPPETS = _snippets()
+
+
+@pytest.mark.parametrize(("title", "code"), SNIPPETS, ids=[t.split(" (")[0] for t, _ in SNIPPETS])
+def test_the_reproduction_still_shows_the_defect(title: str, code: str, tmp_path: Path) -> None:
+    try:
+        sglang()
+    except UpstreamUnavailable as exc:
+        pytest.skip(str(exc))
+    script = tmp_path / "repro.py"
+    script.write_text(PREAMBLE + "\n" + code)
+    env = {**os.environ, "NIXL_LOG_LEVEL": "ERROR", "PYTHONPATH": str(FINDINGS.parent.parent)}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, f"{title}: {done.stdout[-1500:]}{done.stderr[-1500:]}"

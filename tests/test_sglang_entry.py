@@ -1,0 +1,83 @@
+"""SGLang's own factory loads the reference backend and drives it with SGLang's own objects.
+
+``--hicache-storage-backend dynamic`` imports ``reference_backend.sglang_entry``, checks the class
+against SGLang's ``HiCacheStorage`` and calls ``cls(storage_config, kwargs)``; the cache controller
+then hands it SGLang's host pools and ``PoolTransfer``s. Skipped without the upstream extra.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from conformance.geometry import load_geometry
+from conformance.rig import byte_difference
+from conformance.strategies import render_page
+from conformance.upstream.host_pools import build_pool, upstream_of
+from conformance.upstream.loader import UpstreamUnavailable, sglang
+
+
+@pytest.fixture(scope="module")
+def sg() -> Any:
+    try:
+        return sglang()
+    except UpstreamUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+def test_sglangs_dynamic_loader_builds_a_backend_that_round_trips_its_own_pools(
+    sg: Any, tmp_path: Path
+) -> None:
+    factory = importlib.import_module("sglang.srt.mem_cache.storage.backend_factory").StorageBackendFactory
+    extra = {
+        "backend_name": "nixl-reference",
+        "module_path": "reference_backend.sglang_entry",
+        "class_name": "HiCacheNixlReference",
+        "storage_dir": str(tmp_path),
+        "use_direct_io": True,
+    }
+    config = sg.HiCacheStorageConfig(
+        tp_rank=0, tp_size=1, pp_rank=0, pp_size=1, attn_cp_rank=0, attn_cp_size=1,
+        is_mla_model=False, enable_storage_metrics=False, is_page_first_layout=True,
+        model_name="Qwen/Qwen3-Next-80B-A3B-Instruct", extra_config=extra,
+    )  # fmt: skip
+    geometry = load_geometry("qwen3_next_hybrid")
+    kv = build_pool(geometry.kv, layout="page_first", page_num=4)
+    (mamba_spec,) = geometry.side_pools
+    mamba = build_pool(mamba_spec, layout="page_first", page_num=4)
+    backend = factory.create_backend("dynamic", config, upstream_of(kv))
+    assert isinstance(backend, importlib.import_module("reference_backend.sglang_entry").HiCacheNixlReference)
+    backend.register_mem_pool_host(upstream_of(kv))
+    backend.register_mem_host_pool_v2(upstream_of(mamba), sg.PoolName.MAMBA)
+    pages = {pool: [render_page(pool, 3, 2, salt=i) for i in range(2)] for pool in (kv, mamba)}
+    for pool, written in pages.items():
+        for i, data in enumerate(written):
+            pool.write_page(i * pool.page_size, data)
+    keys = ["h0", "h1"]
+    kv_slots = torch.arange(2 * kv.page_size)
+    assert backend.batch_set_v1(keys, kv_slots) == [True, True]
+    mamba_transfer = sg.PoolTransfer(
+        name=sg.PoolName.MAMBA,
+        host_indices=torch.tensor([0, 1]),
+        keys=keys,
+        hit_policy=sg.PoolHitPolicy.TRAILING_PAGES,
+    )
+    assert backend.batch_set_v2([mamba_transfer])[sg.PoolName.MAMBA] == [True, True]
+    kv.fill(0)
+    mamba.fill(0)
+    landing = sg.PoolTransfer(name=sg.PoolName.MAMBA, host_indices=torch.tensor([2, 3]), keys=keys)
+    assert backend.batch_get_v1(keys, kv_slots + 2 * kv.page_size) == [True, True]
+    assert backend.batch_get_v2([landing])[sg.PoolName.MAMBA] == [True, True]
+    for pool, written in pages.items():
+        for i, data in enumerate(written):
+            problem = byte_difference(pool.read_page((2 + i) * pool.page_size), data)
+            assert problem is None, f"{pool.describe()} page {2 + i}: {problem}"
+    window = sg.PoolTransfer(
+        name=sg.PoolName.MAMBA, keys=keys[-1:], hit_policy=sg.PoolHitPolicy.TRAILING_PAGES
+    )
+    assert backend.batch_exists_v2(keys, [window]).kv_hit_pages == 2
+    backend.close()

@@ -4,7 +4,9 @@
 
 Each workload (operation, I/O mode and queue, batch) gets ours beside its baselines from the same
 run. Ratios are throughput ratios: ``limit / ours`` in time, so 1.0 means ours reaches the raw
-NIXL transfer and 0.5 means it takes twice as long. Per-call overhead is ``ours - limit`` at batch 1.
+NIXL transfer and 0.5 means it takes twice as long; ``upstream / ours`` is ours' speed-up over
+SGLang 0.5.23's HiCacheNixl and HiCacheFile on the same batch. Per-call overhead is
+``ours - limit`` at batch 1.
 """
 
 from __future__ import annotations
@@ -37,15 +39,17 @@ def markdown(table: dict[Key, dict[str, float]], machine: dict[str, Any]) -> str
         f"{machine.get('cpu', {}).get('count', '?')} cores, Python {machine.get('python_version', '?')}",
         "",
         "| op | mode | batch | MB | ours ms | limit ms | ours/limit | no-CRC ms | no-CRC/limit | pwritev ms |"
-        " ours GB/s |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        " ours GB/s | HiCacheNixl ms | ours vs HiCacheNixl | HiCacheFile ms | ours vs HiCacheFile |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for (op, mode, batch), row in sorted(table.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
         ours, limit, pw, nocrc = row.get("ours"), row.get("limit"), row.get("pwritev"), row.get("ours-nocrc")
+        nixl, file = row.get("sglang-nixl"), row.get("sglang-file")
         lines.append(
             f"| {op} | {mode} | {batch} | {row['bytes'] / 1e6:.1f} | {_ms(ours)} | {_ms(limit)} | "
             f"{_ratio(limit, ours)} | {_ms(nocrc)} | {_ratio(limit, nocrc)} | {_ms(pw)} | "
-            f"{row['bytes'] / ours / 1e9:.2f} |"
+            f"{row['bytes'] / ours / 1e9:.2f} | {_ms(nixl)} | {_speedup(nixl, ours)} | {_ms(file)} | "
+            f"{_speedup(file, ours)} |"
             if ours
             else f"| {op} | {mode} | {batch} | - |"
         )
@@ -59,6 +63,10 @@ def markdown(table: dict[Key, dict[str, float]], machine: dict[str, Any]) -> str
 
 def _ratio(limit: float | None, ours: float | None) -> str:
     return f"{limit / ours:.2f}" if ours and limit else "-"
+
+
+def _speedup(upstream: float | None, ours: float | None) -> str:
+    return f"{upstream / ours:.2f}x" if ours and upstream else "-"
 
 
 def _ms(seconds: float | None) -> str:

@@ -13,10 +13,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from conformance.upstream.loader import UpstreamUnavailable, sglang
 from reference_backend.backend import NixlBackend
 from tests.benchmarks.workload import (
     BATCHES,
     Rigged,
+    Upstream,
     config,
     drop_page_cache,
     fill,
@@ -128,3 +130,44 @@ def test_exists_ours(benchmark, rig: Rigged, batch: int) -> None:
     keys = transfers[0].keys or []
     result = benchmark(rig.backend.batch_exists_v2, keys, transfers[1:])
     assert result.kv_hit_pages == batch
+
+
+@pytest.fixture(scope="module", params=["sglang-nixl", "sglang-file"])
+def upstream(request: pytest.FixtureRequest, rig: Rigged) -> Iterator[Upstream]:
+    """SGLang 0.5.23's own backend on the same pools (HiCacheFile has no O_DIRECT mode)."""
+    try:
+        sglang()
+    except UpstreamUnavailable as exc:
+        pytest.skip(f"upstream baseline: {exc}")
+    if request.param == "sglang-file" and rig.direct:
+        pytest.skip("HiCacheFile has no O_DIRECT mode")
+    backend = Upstream(request.param, rig, rig.root / request.param)
+    yield backend
+    backend.close()
+
+
+def _accepted(upstream: Upstream, flags: list[bool], batch: int) -> None:
+    if not all(flags):
+        pytest.skip(f"{upstream.impl} refuses this batch of {batch} pages ({flags.count(False)} False)")
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+def test_set_upstream(benchmark, rig: Rigged, upstream: Upstream, batch: int) -> None:
+    _info(benchmark, rig, "set", batch, upstream.impl)
+    transfers = rig.transfers(batch)
+    _accepted(upstream, upstream.set(transfers), batch)
+    benchmark(upstream.set, transfers)
+
+
+@pytest.mark.parametrize("temperature", ["warm", "cold"])
+@pytest.mark.parametrize("batch", BATCHES)
+def test_get_upstream(benchmark, rig: Rigged, upstream: Upstream, batch: int, temperature: str) -> None:
+    _info(benchmark, rig, f"get-{temperature}", batch, upstream.impl)
+    transfers = rig.transfers(batch)
+    _accepted(upstream, upstream.set(transfers), batch)
+    _accepted(upstream, upstream.get(transfers), batch)
+    if temperature == "cold" and not rig.direct:
+        folder = rig.root / upstream.impl
+        benchmark.pedantic(upstream.get, args=(transfers,), setup=lambda: drop_page_cache(folder), rounds=5)
+    else:
+        benchmark(upstream.get, transfers)

@@ -156,3 +156,52 @@ def fill(pools: dict[PoolName, HostPoolDouble]) -> None:
         for buf in pool.backing():
             flat = buf.view(torch.uint8).reshape(-1)
             flat.copy_(torch.from_numpy(rng.integers(0, 256, flat.numel(), dtype=np.uint8)))
+
+
+UPSTREAM_MODES = {
+    ("buffered", "aio"): "buffered",
+    ("direct", "aio"): "direct",
+    ("direct", "uring"): "direct-uring",
+}
+
+
+class Upstream:
+    """SGLang's own backend on the same pools, called as SGLang's cache controller calls it.
+
+    HiCacheNixl takes KV through ``batch_*_v1`` and the side pools through one ``batch_*_v2``
+    (its loop over pools is part of what is measured); HiCacheFile takes all three through v2.
+    """
+
+    def __init__(self, impl: str, rig: Rigged, folder: Path) -> None:
+        from conformance.registry import resolve_backend
+
+        spec = resolve_backend(impl)
+        self.impl = impl
+        mode = UPSTREAM_MODES[(rig.mode, rig.queue)] if impl == "sglang-nixl" else "buffered"
+        cfg = config(rig.mode, rig.queue)
+        cfg.extra_config = dict(spec.capabilities.io_modes[mode])
+        folder.mkdir(parents=True, exist_ok=True)
+        self.backend = spec.factory(cfg, folder)
+        self.v1_kv = spec.capabilities.v1_kv
+        self.backend.register_mem_pool_host(rig.pools[PoolName.KV])
+        for name, pool in rig.pools.items():
+            if name is not PoolName.KV or not self.v1_kv:
+                self.backend.register_mem_host_pool_v2(pool, name)
+
+    def _split(self, transfers: list[PoolTransfer]) -> tuple[PoolTransfer | None, list[PoolTransfer]]:
+        if not self.v1_kv:
+            return None, transfers
+        return transfers[0], transfers[1:]
+
+    def set(self, transfers: list[PoolTransfer]) -> list[bool]:
+        kv, side = self._split(transfers)
+        flags = [] if kv is None else list(self.backend.batch_set_v1(kv.keys, kv.host_indices))
+        return flags + [f for v in self.backend.batch_set_v2(side).values() for f in v]
+
+    def get(self, transfers: list[PoolTransfer]) -> list[bool]:
+        kv, side = self._split(transfers)
+        flags = [] if kv is None else list(self.backend.batch_get_v1(kv.keys, kv.host_indices))
+        return flags + [f for v in self.backend.batch_get_v2(side).values() for f in v]
+
+    def close(self) -> None:
+        self.backend.close()

@@ -172,9 +172,7 @@ def nixl_factory(config: HiCacheStorageConfig, storage_dir: Path) -> UpstreamAda
     return UpstreamAdapter(sglang().HiCacheNixl(to_sglang_config(config), file_path=str(storage_dir)))
 
 
-def _version() -> str:
-    return f"sglang {SGLANG_VERSION}"
-
+VERSION = f"sglang {SGLANG_VERSION}"
 
 SGLANG_FILE = BackendSpec(
     "sglang-file",
@@ -191,7 +189,7 @@ SGLANG_FILE = BackendSpec(
         overwrites=False,
         io_modes={"buffered": {}},
     ),
-    version=_version(),
+    version=VERSION,
     build_pool=build_pool,
     known_defects=SGLANG_FILE_DEFECTS,
 )
@@ -221,7 +219,7 @@ SGLANG_NIXL = BackendSpec(
         },
         direct_io_modes=frozenset({"direct", "direct-uring"}),
     ),
-    version=_version(),
+    version=VERSION,
     build_pool=build_pool,
     known_defects=SGLANG_NIXL_DEFECTS,
     intermittent_defects=SGLANG_NIXL_INTERMITTENT,

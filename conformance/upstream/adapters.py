@@ -24,7 +24,7 @@ depend on how full the machine's disk is.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -174,21 +174,20 @@ def nixl_factory(config: HiCacheStorageConfig, storage_dir: Path) -> UpstreamAda
 
 VERSION = f"sglang {SGLANG_VERSION}"
 
+SHARED_CLAIMS = Capabilities(
+    side_pools=SIDE_POOLS,
+    hit_policies=frozenset({PoolHitPolicy.ALL_PAGES, PoolHitPolicy.TRAILING_PAGES}),
+    persistence=True,
+    concurrent=True,
+    multiprocess=True,
+    stores_files=True,
+)
+"""What both backends do alike: one file per entry, every side pool, ALL and TRAILING only."""
+
 SGLANG_FILE = BackendSpec(
     "sglang-file",
     file_factory,
-    Capabilities(
-        v1_kv=False,
-        kv_through_v2=True,
-        side_pools=SIDE_POOLS,
-        hit_policies=frozenset({PoolHitPolicy.ALL_PAGES, PoolHitPolicy.TRAILING_PAGES}),
-        persistence=True,
-        concurrent=True,
-        multiprocess=True,
-        stores_files=True,
-        overwrites=False,
-        io_modes={"buffered": {}},
-    ),
+    replace(SHARED_CLAIMS, v1_kv=False, kv_through_v2=True, overwrites=False, io_modes={"buffered": {}}),
     version=VERSION,
     build_pool=build_pool,
     known_defects=SGLANG_FILE_DEFECTS,
@@ -199,15 +198,10 @@ _NIXL_QUIET = {"l3_cleaner_enabled": False}
 SGLANG_NIXL = BackendSpec(
     "sglang-nixl",
     nixl_factory,
-    Capabilities(
+    replace(
+        SHARED_CLAIMS,
         v1_kv=True,
         kv_through_v2=False,
-        side_pools=SIDE_POOLS,
-        hit_policies=frozenset({PoolHitPolicy.ALL_PAGES, PoolHitPolicy.TRAILING_PAGES}),
-        persistence=True,
-        concurrent=True,
-        multiprocess=True,
-        stores_files=True,
         io_modes={
             "buffered": {**_NIXL_QUIET, "use_direct_io": False},
             "direct": {**_NIXL_QUIET, "use_direct_io": True},

@@ -3,15 +3,19 @@
 Design, in the order a batch meets it:
 
 - **Validation first.** A malformed pool request gets all-False before any file is touched.
-- **One record per entry.** A file holds the 512-byte header and every region of one page of one
-  pool (see :mod:`reference_backend.record`), so an entry is published by one rename.
+- **One record per entry, one extent per batch.** A record holds the 512-byte header and every
+  region of one page of one pool (see :mod:`reference_backend.record`). A batch's records sit
+  side by side in one extent of this instance's own segment file, after a commit block that
+  publishes them together (see :mod:`reference_backend.log`): no file is created, renamed or
+  registered per entry, and nothing is ever rewritten in place.
 - **Zero-copy where safe.** A pool whose regions are 4096-aligned (``is_stride_page_aligned``), or
   any pool when I/O is buffered, is registered with NIXL and moved in place. Otherwise its pages
   go through a raw-byte (uint8) staging buffer owned by that pool and that direction.
 - **One transfer per batch.** Descriptors of every pool in a ``batch_*_v2`` call go into a single
   NIXL transfer. Only if it fails are pages retried one by one, to give exact per-key results.
-- **Nothing torn is visible.** Writes go to a temp file that is renamed into place only after the
-  transfer succeeded; ``exists`` requires the exact record size; reads check the header.
+- **Nothing torn is visible.** Records are published by their commit only after the transfer
+  succeeded; ``exists`` requires the record's whole extent on disk; reads check the header and
+  the checksum.
 - **Two lanes.** Sets and gets each own a NIXL agent, a lock and staging buffers, so the
   controller's writer and loader threads never wait on each other.
 """
@@ -21,9 +25,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
-import shutil
 import threading
-import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,8 +47,9 @@ from conformance.interface import (
 from conformance.validation import page_starts
 from reference_backend import __version__, agents
 from reference_backend.config import BackendConfig
-from reference_backend.naming import TEMP_PREFIX, Scope, entry_digest, entry_path, scope_for
-from reference_backend.record import UNIT, RecordLayout, crc_of, layout_from_sizes
+from reference_backend.log import SegmentLog, commit_size
+from reference_backend.naming import Scope, entry_digest, scope_for
+from reference_backend.record import UNIT, RecordLayout, checksum_of, layout_from_sizes
 
 KV = str(PoolName.KV)
 
@@ -75,11 +78,10 @@ class _Item:
     pool: _Pool
     key: str
     start: int
-    path: str
     digest: bytes
     slot: int = 0
     fd: int = -1
-    tmp: str = ""
+    offset: int = 0
     regions: list[tuple[int, int]] = field(default_factory=list)
 
 
@@ -123,6 +125,12 @@ class NixlBackend:
         os.makedirs(self.root, exist_ok=True)
         params = self.settings.plugin_params()
         self._lanes = {op: _Lane(agents.acquire(params)) for op in ("WRITE", "READ")}
+        self._log = SegmentLog(
+            self.root,
+            direct=self.settings.direct_io,
+            fsync=self.settings.fsync,
+            segment_bytes=self.settings.segment_bytes,
+        )
         self._pools: dict[str, _Pool] = {}
         self._dram_regs: list[tuple[Any, Any]] = []
         self._scopes: dict[str, Scope] = {}
@@ -189,18 +197,11 @@ class NixlBackend:
         starts = page_starts(pool.host, keys, host_indices)
         if starts is None:
             return None
-        scope = self._scopes[name]
-        return [
-            _Item(pool, key, start, self.entry_file(name, key), entry_digest(scope, name, key))
-            for key, start in zip(keys, starts)
-        ]
+        return [_Item(pool, key, start, self.digest(name, key)) for key, start in zip(keys, starts)]
 
-    def entry_file(self, name: str, key: str) -> str:
-        """Where an entry's record lives (exists asks only this; no digest is needed there)."""
-        return entry_path(self.root, self._scopes[name], name, key)
-
-    def _open_flags(self, base: int) -> int:
-        return base | (os.O_DIRECT if self.settings.direct_io else 0)
+    def digest(self, name: str, key: str) -> bytes:
+        """The 16 bytes that name an entry in the log and in its record's header."""
+        return entry_digest(self._scopes[name], name, key)
 
     # -- the transfer ------------------------------------------------------------------------
 
@@ -225,13 +226,13 @@ class NixlBackend:
                     self._stage_out(item, mine)
                 if pool.zero_copy:
                     dram.append((item.slot, UNIT, 0))
-                    file.append((0, UNIT, item.fd))
+                    file.append((item.offset, UNIT, item.fd))
                     for (ptr, size), off in zip(mine, pool.layout.offsets):
                         dram.append((ptr, size, 0))
-                        file.append((off, size, item.fd))
+                        file.append((item.offset + off, size, item.fd))
                 else:
                     dram.append((item.slot, pool.layout.size, 0))
-                    file.append((0, pool.layout.size, item.fd))
+                    file.append((item.offset, pool.layout.size, item.fd))
         return np.array(dram, dtype=np.uint64), np.array(file, dtype=np.uint64)
 
     def _stage_out(self, item: _Item, regions: list[tuple[int, int]]) -> None:
@@ -247,13 +248,13 @@ class NixlBackend:
             page = item.pool.host.get_data_page(item.start, flat=True).contiguous().view(torch.uint8)
             payload = [(item.slot + layout.offsets[0], page.numel())]
             ctypes.memmove(payload[0][0], page.data_ptr(), page.numel())
-        crc = crc_of(payload) if self.settings.verify else None
-        ctypes.memmove(item.slot, layout.header(item.digest, crc), UNIT)
+        checksum = checksum_of(payload) if self.settings.verify else None
+        ctypes.memmove(item.slot, layout.header(item.digest, checksum), UNIT)
 
     def _stage_in(self, item: _Item) -> bool:
-        """Check header and CRC; for staged pools, scatter the page's bytes into its host slots."""
+        """Check header and checksum; for staged pools, scatter the page's bytes into its host slots."""
         pool = item.pool
-        matches, crc = pool.layout.read_header(ctypes.string_at(item.slot, UNIT), item.digest)
+        matches, checksum = pool.layout.read_header(ctypes.string_at(item.slot, UNIT), item.digest)
         if not matches:
             return False
         if pool.zero_copy:
@@ -262,7 +263,7 @@ class NixlBackend:
             payload = [
                 (item.slot + off, size) for off, size in zip(pool.layout.offsets, pool.layout.region_sizes)
             ]
-        if crc is not None and self.settings.verify and crc_of(payload) != crc:
+        if checksum is not None and self.settings.verify and checksum_of(payload) != checksum:
             return False
         if pool.zero_copy:
             return True
@@ -280,10 +281,8 @@ class NixlBackend:
         """One NIXL transfer covering every item; True when every byte moved."""
         dram, file = self._descriptors(lane, items, writing=op == "WRITE")
         agent = lane.agent
-        fds = sorted({i.fd for i in items})
-        file_reg = handle = None
+        handle = None
         try:
-            file_reg = agent.register_memory([(0, 0, fd, "") for fd in fds], "FILE")
             handle = agent.initialize_xfer(
                 op, agent.get_xfer_descs(dram, "DRAM"), agent.get_xfer_descs(file, "FILE"), agent.name
             )
@@ -296,8 +295,6 @@ class NixlBackend:
         finally:
             if handle is not None:
                 agent.release_xfer_handle(handle)
-            if file_reg is not None:
-                agent.deregister_memory(file_reg)
 
     def _transfer(self, lane: _Lane, op: str, items: list[_Item]) -> list[bool]:
         """Move every item in one transfer; on failure retry page by page for exact results."""
@@ -312,86 +309,52 @@ class NixlBackend:
     def _write(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
         lane = self._lanes["WRITE"]
         items = [i for plan in plans if plan for i in plan]
-        opened: list[_Item] = []
-        moved: dict[int, bool] = {}
         with lane.lock:
-            try:
-                for item in items:
-                    if self._open_for_write(item):
-                        opened.append(item)
-                moved = dict(zip(map(id, opened), self._transfer(lane, "WRITE", opened)))
-            finally:
-                done = {id(i): self._publish(i, moved.get(id(i), False)) for i in opened}
-        return [[bool(done.get(id(i))) for i in plan] if plan is not None else [] for plan in plans]
+            if self._log.has_dead:
+                with self._lanes["READ"].lock:
+                    self._log.bury()
+            stored = self._append(lane, items)
+        return [[stored[id(i)] for i in plan] if plan is not None else [] for plan in plans]
 
-    def _open_for_write(self, item: _Item) -> bool:
-        folder = os.path.dirname(item.path)
-        item.tmp = os.path.join(folder, f"{TEMP_PREFIX}{uuid.uuid4().hex}")
-        flags = self._open_flags(os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-        try:
-            try:
-                item.fd = os.open(item.tmp, flags, 0o644)
-            except FileNotFoundError:  # first entry in this folder, or another instance cleared it
-                os.makedirs(folder, exist_ok=True)
-                item.fd = os.open(item.tmp, flags, 0o644)
-            os.ftruncate(item.fd, item.pool.layout.size)
-            return True
-        except OSError:
-            self._discard(item)
+    def _append(self, lane: _Lane, items: list[_Item]) -> dict[int, bool]:
+        """Append every item as one extent; on failure, each item as its own, for exact results."""
+        if not items or self._append_extent(lane, items):
+            return dict.fromkeys(map(id, items), True)
+        if len(items) == 1:
+            return {id(items[0]): False}
+        return {id(item): self._append_extent(lane, [item]) for item in items}
+
+    def _append_extent(self, lane: _Lane, items: list[_Item]) -> bool:
+        """Records after a reserved commit block at the segment's tail, then the commit."""
+        head = commit_size(len(items))
+        segment = self._log.writable(head + sum(i.pool.layout.size for i in items))
+        if segment is None or not self._log.register(segment, lane.agent):
             return False
-
-    def _publish(self, item: _Item, moved: bool) -> bool:
-        """Rename a fully written temp file into place; drop it otherwise."""
-        try:
-            if moved and self.settings.fsync:
-                os.fsync(item.fd)
-            os.close(item.fd)
-            item.fd = -1
-            if moved:
-                os.replace(item.tmp, item.path)
-                return True
-        except OSError:
-            pass
-        self._discard(item)
-        return False
-
-    @staticmethod
-    def _discard(item: _Item) -> None:
-        if item.fd >= 0:
-            os.close(item.fd)
-            item.fd = -1
-        if item.tmp:
-            with contextlib.suppress(OSError):
-                os.unlink(item.tmp)
+        start = at = segment.scanned
+        at += head
+        for item in items:
+            item.fd, item.offset = segment.fd, at
+            at += item.pool.layout.size
+        if not self._submit(lane, "WRITE", items):
+            return False
+        entries = [(i.digest, i.offset - start, i.pool.layout.size) for i in items]
+        return self._log.commit(segment, start, entries)
 
     def _read(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
         lane = self._lanes["READ"]
         items = [i for plan in plans if plan for i in plan]
-        ready: list[_Item] = []
         ok: dict[int, bool] = {}
         with lane.lock:
-            try:
-                for item in items:
-                    if self._open_for_read(item):
-                        ready.append(item)
-                for item, moved in zip(ready, self._transfer(lane, "READ", ready)):
-                    ok[id(item)] = moved and self._stage_in(item)
-            finally:
-                for item in ready:
-                    os.close(item.fd)
-                    item.fd = -1
+            ready: list[_Item] = []
+            for item, loc in zip(items, self._log.locate([i.digest for i in items])):
+                if loc is None or loc.size != item.pool.layout.size:
+                    continue
+                if self._log.register(loc.segment, lane.agent):
+                    item.fd, item.offset = loc.segment.fd, loc.offset
+                    ready.append(item)
+            for item, moved in zip(ready, self._transfer(lane, "READ", ready)):
+                ok[id(item)] = moved and self._stage_in(item)
         return [[ok.get(id(i), False) for i in plan] if plan is not None else [] for plan in plans]
-
-    def _open_for_read(self, item: _Item) -> bool:
-        try:
-            fd = os.open(item.path, self._open_flags(os.O_RDONLY))
-        except OSError:
-            return False
-        if os.fstat(fd).st_size != item.pool.layout.size:
-            os.close(fd)
-            return False
-        item.fd = fd
-        return True
 
     @staticmethod
     def _failed(keys: Any) -> list[bool]:
@@ -436,15 +399,13 @@ class NixlBackend:
 
     def _present(self, name: str, keys: Iterable[str]) -> list[bool]:
         pool = self._pools.get(name)
-        if pool is None:
+        keys = list(keys)
+        if pool is None or self._closed:
             return [False for _ in keys]
-        out = []
-        for key in keys:
-            try:
-                out.append(os.stat(self.entry_file(name, key)).st_size == pool.layout.size)
-            except (OSError, ValueError):
-                out.append(False)
-        return out
+        named = [isinstance(k, str) for k in keys]
+        found = self._log.locate([self.digest(name, k) for k, ok in zip(keys, named) if ok])
+        sizes = iter(loc.size if loc is not None else -1 for loc in found)
+        return [ok and next(sizes) == pool.layout.size for ok in named]
 
     def batch_exists(self, keys: list[str], extra_info: HiCacheStorageExtraInfo | None = None) -> int:
         present = self._present(KV, keys)
@@ -502,26 +463,27 @@ class NixlBackend:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def clear(self) -> bool:
-        """Remove every entry this backend's naming could have made under the root."""
-        for name in os.listdir(self.root):
-            if name[:1] in ("k", "~"):
-                shutil.rmtree(os.path.join(self.root, name), ignore_errors=True)
+        """Remove every entry under the root: every segment, whichever writer made it."""
+        with self._lanes["WRITE"].lock, self._lanes["READ"].lock:
+            self._log.clear()
         return True
 
     def stored_object_count(self) -> int:
-        return sum(1 for _, _, files in os.walk(self.root) for f in files if not f.startswith(TEMP_PREFIX))
+        """Entries that would read back now, written by any instance on this root."""
+        return self._log.count()
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        for lane in self._lanes.values():
-            with lane.lock:
+        with self._lanes["WRITE"].lock, self._lanes["READ"].lock:
+            self._log.close()
+            for lane in self._lanes.values():
                 lane.close()
-        for agent, reg in self._dram_regs:
-            agent.deregister_memory(reg)
-        self._dram_regs.clear()
-        self._pools.clear()
+            for agent, reg in self._dram_regs:
+                agent.deregister_memory(reg)
+            self._dram_regs.clear()
+            self._pools.clear()
         for lane in self._lanes.values():
             agents.release(lane.agent)
 

@@ -5,7 +5,8 @@ Upstream ``HiCacheNixl`` keys that apply here are honoured with the same meaning
 ``{"plugin": {"posix": {"active": true, ...params}}}`` or flat POSIX params such as
 ``{"use_uring": "true"}``. The storage folder comes, as upstream, from
 ``SGLANG_HICACHE_NIXL_BACKEND_STORAGE_DIR``; ours add ``storage_dir``, ``queue``
-(``aio`` | ``uring``), ``fsync`` and ``verify`` (CRC-32 of every record, on by default).
+(``aio`` | ``uring``), ``fsync``, ``verify`` (an XXH3 checksum of every record, on by default)
+and ``segment_mib`` (size at which a writer starts a new segment file, 1024 by default).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 DEFAULT_DIR = "/tmp/hicache_storage"
 QUEUES = {"aio": {}, "uring": {"use_uring": "true"}}
-_OUR_KEYS = {"storage_dir", "queue", "fsync", "verify", "use_direct_io", "plugin"}
+_OUR_KEYS = {"storage_dir", "queue", "fsync", "verify", "segment_mib", "use_direct_io", "plugin"}
 
 
 def _flag(value: Any) -> bool:
@@ -33,6 +34,7 @@ class BackendConfig:
     queue: str = "aio"
     fsync: bool = False
     verify: bool = True
+    segment_bytes: int = 1 << 30
 
     def plugin_params(self) -> dict[str, str]:
         return dict(QUEUES[self.queue])
@@ -67,4 +69,5 @@ class BackendConfig:
             queue=queue,
             fsync=_flag(extra.get("fsync", False)),
             verify=_flag(extra.get("verify", True)),
+            segment_bytes=int(extra.get("segment_mib", 1024)) << 20,
         )

@@ -1,31 +1,26 @@
-"""Where an entry lives: a safe, injective file path for any (config, pool, key).
+"""What names an entry: a 16-byte digest of (model, shard, pool, key).
 
-Every name component is percent-encoded over a tiny alphabet, so no key can climb out of the
-storage root, start a hidden temp name, or collide with another key. Encodings longer than a file
-name allows are replaced by ``~`` plus a SHA-256 digest; ``~`` never appears in an encoding, so a
-digest name cannot meet an encoded one.
+Keys never become file names (records live in segment files, see :mod:`reference_backend.log`),
+so no key can climb out of the storage root or meet a temp name. The digest reads its fields
+length-prefixed, so two distinct (model, shard, pool, key) tuples never feed it the same bytes:
+``org/m`` and ``org-m``, or a key spelling another pool's suffix, stay apart.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 from dataclasses import dataclass
 
 from conformance.interface import HiCacheStorageConfig, PoolName
 
-_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-MAX_NAME = 200
-TEMP_PREFIX = ".tmp-"
 
-
-def encode_component(text: str) -> str:
-    """Injective, filesystem-safe spelling of ``text`` (never empty, never starts with '.')."""
-    raw = text.encode("utf-8", "surrogatepass")
-    encoded = "".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in raw)
-    if len(encoded) > MAX_NAME:
-        return "~" + hashlib.sha256(raw).hexdigest()
-    return "k" + encoded
+def spell(*fields: str) -> bytes:
+    """Length-prefixed UTF-8 of each field: an injective spelling of the tuple."""
+    out = bytearray()
+    for text in fields:
+        raw = text.encode("utf-8", "surrogatepass")
+        out += len(raw).to_bytes(8, "little") + raw
+    return bytes(out)
 
 
 @dataclass(frozen=True)
@@ -34,10 +29,6 @@ class Scope:
 
     model: str
     shard: str
-
-    @property
-    def label(self) -> str:
-        return f"{self.model}\x00{self.shard}"
 
 
 def scope_for(config: HiCacheStorageConfig, pool: PoolName | str) -> Scope:
@@ -51,17 +42,9 @@ def scope_for(config: HiCacheStorageConfig, pool: PoolName | str) -> Scope:
         parts.append("mla")
     else:
         parts.append(f"tp{config.tp_rank}-{config.tp_size}")
-    return Scope(encode_component(config.model_name or ""), ".".join(parts))
-
-
-def entry_path(root: str, scope: Scope, pool: PoolName | str, key: str) -> str:
-    """``root/model/shard/pool/bucket/key``; the bucket spreads a pool over 256 folders."""
-    name = encode_component(key)
-    bucket = hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=1).hexdigest()
-    return os.path.join(root, scope.model, scope.shard, encode_component(str(pool)), bucket, name)
+    return Scope(config.model_name or "", ".".join(parts))
 
 
 def entry_digest(scope: Scope, pool: PoolName | str, key: str) -> bytes:
-    """16 bytes that tie a stored record to its one entry, so a misplaced file never reads back."""
-    text = f"{scope.label}\x00{pool}\x00{key}".encode("utf-8", "surrogatepass")
-    return hashlib.blake2b(text, digest_size=16).digest()
+    """16 bytes that name one entry, in the log's index and in its record's header."""
+    return hashlib.blake2b(spell(scope.model, scope.shard, str(pool), key), digest_size=16).digest()

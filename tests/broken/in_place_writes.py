@@ -1,29 +1,30 @@
-"""Defect: records are written in place under their final name, with no temp file and rename."""
+"""Defect: a stored entry is overwritten where it lies instead of appended, so a writer killed
+mid-batch leaves the only committed version torn."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from conformance.capabilities import BackendSpec
 from conformance.interface import HiCacheStorageConfig
-from reference_backend.backend import CAPABILITIES, NixlBackend, _Item
+from reference_backend.backend import CAPABILITIES, NixlBackend, _Item, _Lane
 
 
 class InPlaceWritesBackend(NixlBackend):
-    def _open_for_write(self, item: _Item) -> bool:
-        try:
-            os.makedirs(os.path.dirname(item.path), exist_ok=True)
-            item.fd = os.open(item.path, self._open_flags(os.O_WRONLY | os.O_CREAT), 0o644)
-            os.ftruncate(item.fd, item.pool.layout.size)
-            return True
-        except OSError:
-            return False
-
-    def _publish(self, item: _Item, moved: bool) -> bool:
-        os.close(item.fd)
-        item.fd = -1
-        return moved
+    def _append(self, lane: _Lane, items: list[_Item]) -> dict[int, bool]:
+        stored: list[_Item] = []
+        for item, loc in zip(items, self._log.locate([i.digest for i in items])):
+            if (
+                loc is not None
+                and loc.size == item.pool.layout.size
+                and self._log.register(loc.segment, lane.agent)
+            ):
+                item.fd, item.offset = loc.segment.fd, loc.offset
+                stored.append(item)
+        moved = self._submit(lane, "WRITE", stored) if stored else True
+        result = dict.fromkeys(map(id, stored), moved)
+        result.update(super()._append(lane, [i for i in items if id(i) not in result]))
+        return result
 
 
 def _factory(config: HiCacheStorageConfig, storage_dir: Path) -> InPlaceWritesBackend:

@@ -1,8 +1,8 @@
-"""Defect: exists counts any file under an entry's name, as upstream counts O_DIRECT's 0-byte files."""
+"""Defect: exists trusts the index without checking the record is still on disk, as upstream counts
+O_DIRECT's 0-byte files."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -13,7 +13,10 @@ from reference_backend.backend import CAPABILITIES, NixlBackend
 
 class SizeBlindExistsBackend(NixlBackend):
     def _present(self, name: str, keys: Iterable[str]) -> list[bool]:
-        return [name in self._scopes and os.path.exists(self.entry_file(name, k)) for k in keys]
+        keys = list(keys)
+        if name not in self._pools:
+            return [False] * len(keys)
+        return [loc is not None for loc in self._log.known([self.digest(name, k) for k in keys])]
 
 
 def _factory(config: HiCacheStorageConfig, storage_dir: Path) -> SizeBlindExistsBackend:

@@ -7,7 +7,6 @@ property family killed it. A mutant that survives names a missing property.
 from __future__ import annotations
 
 import ctypes
-import os
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -59,8 +58,8 @@ class SharedStaging(NixlBackend):
 class PoolBlindNames(NixlBackend):
     """Object names leave out the pool: pools sharing a key share a file."""
 
-    def entry_file(self, name: str, key: str) -> str:
-        return super().entry_file(str(PoolName.KV), key)
+    def digest(self, name: str, key: str) -> bytes:
+        return super().digest(str(PoolName.KV), key)
 
 
 class RankBlindNames(NixlBackend):
@@ -106,7 +105,8 @@ class StaleOverwrite(NixlBackend):
 
     def _write(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
         fresh = [
-            [i for i in plan if not os.path.exists(i.path)] if plan is not None else None for plan in plans
+            [i for i in plan if self._log.locate([i.digest])[0] is None] if plan is not None else None
+            for plan in plans
         ]
         done = super()._write(fresh)
         out: list[list[bool]] = []

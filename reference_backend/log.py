@@ -1,0 +1,370 @@
+"""The segment log: how entries reach the disk, and how any process finds them again.
+
+Every writing backend instance appends to a segment file of its own under ``root/segments``, so
+no two writers ever share a file and no cross-process lock exists. A batch is one extent::
+
+    [commit block][record][record]...
+
+The records move first, in one NIXL transfer. Only after it completes is the commit block
+written over the extent's first units, with one ``pwrite``. The commit names every record (entry
+digest, offset, size), carries a sequence number and a CRC. A scanner that finds no valid commit
+at an extent's start stops reading that segment there, so a batch is visible whole or not at all,
+and a writer killed mid-batch leaves only bytes nothing refers to.
+
+Records are never rewritten: a newer version of an entry is a new record under a later commit,
+and the index keeps the highest sequence number. A reader holding a location never sees it
+change under it. A segment that vanishes (``clear`` in another process) or shrinks is noticed by
+one ``stat`` per segment per call. NIXL agents are not thread-safe, so a segment is registered
+with a lane's agent only by that lane (``register``), and a dead segment's registrations and file
+are released only by ``bury``, which the caller runs while no lane is transferring.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import struct
+import threading
+import time
+import uuid
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from reference_backend.record import UNIT, pad
+
+FOLDER = "segments"
+SUFFIX = ".seg"
+MAGIC = b"HCC1"
+VERSION = 1
+# magic, version, reserved, entry count, extent bytes (commit block included), sequence, CRC-32
+_HEAD = struct.Struct("<4sHHIQQI")
+# entry digest, record offset from the extent's start, record bytes
+_ENTRY = struct.Struct("<16sQQ")
+Entry = tuple[bytes, int, int]
+
+
+def commit_size(count: int) -> int:
+    """Bytes reserved at an extent's start for the commit block of ``count`` records."""
+    return pad(_HEAD.size + _ENTRY.size * count)
+
+
+def encode_commit(entries: Sequence[Entry], extent: int, seq: int) -> bytes:
+    body = b"".join(_ENTRY.pack(*e) for e in entries)
+    head = _HEAD.pack(MAGIC, VERSION, 0, len(entries), extent, seq, 0)
+    crc = zlib.crc32(body, zlib.crc32(head))
+    block = _HEAD.pack(MAGIC, VERSION, 0, len(entries), extent, seq, crc) + body
+    return block.ljust(commit_size(len(entries)), b"\x00")
+
+
+def decode_head(raw: bytes) -> tuple[int, int, int] | None:
+    """(entry count, extent bytes, sequence) when ``raw`` starts like a commit block."""
+    if len(raw) < _HEAD.size:
+        return None
+    magic, version, _, count, extent, seq, _ = _HEAD.unpack_from(raw)
+    if magic != MAGIC or version != VERSION or extent < commit_size(count) or extent % UNIT:
+        return None
+    return count, extent, seq
+
+
+def decode_commit(raw: bytes) -> tuple[list[Entry], int, int] | None:
+    """(entries, extent bytes, sequence) of a whole, intact commit block, else None."""
+    head = decode_head(raw)
+    if head is None or len(raw) < commit_size(head[0]):
+        return None
+    count, extent, seq = head
+    crc = _HEAD.unpack_from(raw)[-1]
+    body = raw[_HEAD.size : _HEAD.size + _ENTRY.size * count]
+    blank = _HEAD.pack(*_HEAD.unpack_from(raw)[:-1], 0)
+    if zlib.crc32(body, zlib.crc32(blank)) != crc:
+        return None
+    entries = [_ENTRY.unpack_from(body, i * _ENTRY.size) for i in range(count)]
+    floor = commit_size(count)
+    if any(off < floor or size <= 0 or off + size > extent for _, off, size in entries):
+        return None
+    return entries, extent, seq
+
+
+@dataclass(eq=False)
+class Segment:
+    """One segment file, open once, registered with every NIXL agent of the backend."""
+
+    path: str
+    fd: int
+    ino: int
+    own: bool
+    scanned: int = 0
+    """Own segment: where the next extent goes. Another's: how far its commits were read."""
+    regs: dict[int, tuple[Any, Any]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+
+class Location(NamedTuple):
+    segment: Segment
+    offset: int
+    size: int
+    seq: int
+
+
+class _Aligned:
+    """A page-aligned scratch buffer, so O_DIRECT file descriptors can read and write through it."""
+
+    def __init__(self) -> None:
+        self._buf = mmap.mmap(-1, mmap.PAGESIZE)
+
+    def view(self, nbytes: int) -> memoryview:
+        if len(self._buf) < nbytes:
+            self._buf.close()
+            self._buf = mmap.mmap(-1, pad(nbytes, mmap.PAGESIZE))
+        return memoryview(self._buf)[:nbytes]
+
+    def close(self) -> None:
+        self._buf.close()
+
+
+class SegmentLog:
+    """Segments under one storage root, and the index from entry digest to newest location."""
+
+    def __init__(self, root: str, *, direct: bool, fsync: bool, segment_bytes: int) -> None:
+        self.folder = os.path.join(root, FOLDER)
+        self._direct = direct
+        self._fsync = fsync
+        self._segment_bytes = segment_bytes
+        self._index: dict[bytes, Location] = {}
+        self._segments: dict[str, Segment] = {}
+        self._graveyard: list[Segment] = []
+        self._writer: Segment | None = None
+        self._seq = 0
+        self._lock = threading.RLock()
+        self._commit_buf = _Aligned()
+        self._scan_buf = _Aligned()
+
+    # -- files ---------------------------------------------------------------------------------
+
+    def _open(self, path: str, own: bool) -> Segment | None:
+        flags = (os.O_RDWR | os.O_CREAT | os.O_EXCL if own else os.O_RDONLY) | (
+            os.O_DIRECT if self._direct else 0
+        )
+        try:
+            fd = os.open(path, flags, 0o644)
+        except OSError:
+            return None
+        segment = Segment(path, fd, os.fstat(fd).st_ino, own)
+        self._segments[segment.name] = segment
+        return segment
+
+    def register(self, segment: Segment, agent: Any) -> bool:
+        """Register ``segment`` with ``agent`` once; only the lane that owns ``agent`` calls this."""
+        if id(agent) in segment.regs:
+            return True
+        with self._lock:
+            if segment in self._graveyard:
+                return False
+            try:
+                segment.regs[id(agent)] = (agent, agent.register_memory([(0, 0, segment.fd, "")], "FILE"))
+            except Exception:  # NIXL refused the file: that segment is unusable, not the backend
+                return False
+            return True
+
+    def _retire(self, segment: Segment) -> None:
+        """Forget a segment now; its file and registrations wait for ``bury``."""
+        self._segments.pop(segment.name, None)
+        self._graveyard.append(segment)
+        if self._writer is segment:
+            self._writer = None
+
+    @property
+    def has_dead(self) -> bool:
+        return bool(self._graveyard)
+
+    def bury(self) -> None:
+        """Release retired segments; the caller guarantees no transfer is in flight."""
+        with self._lock:
+            for segment in self._graveyard:
+                for agent, reg in segment.regs.values():
+                    with contextlib.suppress(Exception):
+                        agent.deregister_memory(reg)
+                segment.regs.clear()
+                with contextlib.suppress(OSError):
+                    os.close(segment.fd)
+            self._graveyard.clear()
+
+    def _alive(self, segment: Segment) -> int:
+        """The segment's size, or -1 when its file is gone or replaced."""
+        try:
+            st = os.stat(segment.path)
+        except OSError:
+            return -1
+        return st.st_size if st.st_ino == segment.ino else -1
+
+    # -- writing (the caller serialises writers) -----------------------------------------------
+
+    def writable(self, extent: int) -> Segment | None:
+        """The segment the next ``extent`` bytes go to: a new one when the current is full or damaged."""
+        with self._lock:
+            current = self._writer
+            if current is not None:
+                size = self._alive(current)
+                if size < current.scanned or current.scanned + extent > self._segment_bytes > 0:
+                    if size < 0:
+                        self._rebuild_after_loss()
+                    self._writer = current = None
+            if current is None:
+                try:
+                    os.makedirs(self.folder, exist_ok=True)
+                except OSError:
+                    return None
+                name = f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}{SUFFIX}"
+                current = self._writer = self._open(os.path.join(self.folder, name), own=True)
+            return current
+
+    def commit(self, segment: Segment, start: int, entries: Sequence[Entry]) -> bool:
+        """Publish the extent at ``start`` whose records are on disk; False leaves it unreferenced."""
+        extent = max(off + size for _, off, size in entries)
+        with self._lock:
+            self._seq = max(time.time_ns(), self._seq + 1)
+            seq = self._seq
+        block = encode_commit(entries, extent, seq)
+        view = self._commit_buf.view(len(block))
+        view[:] = block
+        try:
+            if os.fstat(segment.fd).st_size < start + extent:  # the last region's padding
+                os.ftruncate(segment.fd, start + extent)
+            if self._fsync:
+                os.fdatasync(segment.fd)
+            if os.pwritev(segment.fd, [view], start) != len(block):
+                return False
+            if self._fsync:
+                os.fdatasync(segment.fd)
+        except OSError:
+            return False
+        with self._lock:
+            segment.scanned = start + extent
+            for digest, off, size in entries:
+                self._place(digest, Location(segment, start + off, size, seq))
+        return True
+
+    def _place(self, digest: bytes, loc: Location) -> None:
+        held = self._index.get(digest)
+        if held is None or (loc.seq, loc.segment.name) > (held.seq, held.segment.name):
+            self._index[digest] = loc
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def _read(self, fd: int, nbytes: int, offset: int) -> bytes:
+        view = self._scan_buf.view(pad(nbytes))
+        got = os.preadv(fd, [view], offset)
+        return bytes(view[: min(got, nbytes)])
+
+    def _scan(self, segment: Segment, size: int) -> None:
+        """Index every commit of ``segment`` past what was already read, up to ``size`` bytes."""
+        at = segment.scanned
+        while at + UNIT <= size:
+            try:
+                first = self._read(segment.fd, UNIT, at)
+                head = decode_head(first)
+                if head is None:
+                    break
+                block = commit_size(head[0])
+                decoded = decode_commit(first if block <= UNIT else self._read(segment.fd, block, at))
+            except OSError:
+                break
+            if decoded is None:
+                break
+            entries, extent, seq = decoded
+            for digest, off, nbytes in entries:
+                self._place(digest, Location(segment, at + off, nbytes, seq))
+            at += extent
+        segment.scanned = at
+
+    def refresh(self) -> None:
+        """Pick up segments and commits other writers added since the last look."""
+        with self._lock:
+            try:
+                names = sorted(n for n in os.listdir(self.folder) if n.endswith(SUFFIX))
+            except OSError:
+                names = []
+            lost = any(n not in names for n in self._segments)
+            if lost:
+                self._rebuild_after_loss()
+                return
+            for name in names:
+                segment = self._segments.get(name)
+                if segment is None:
+                    segment = self._open(os.path.join(self.folder, name), own=False)
+                if segment is None or segment is self._writer:
+                    continue
+                size = self._alive(segment)
+                if size > segment.scanned:
+                    self._scan(segment, size)
+
+    def _rebuild_after_loss(self) -> None:
+        """A segment vanished: drop every segment gone from disk and index the rest from scratch."""
+        for segment in list(self._segments.values()):
+            if self._alive(segment) < 0:
+                self._retire(segment)
+            elif segment is not self._writer:
+                segment.scanned = 0
+        writer = self._writer
+        self._index = {d: loc for d, loc in self._index.items() if loc.segment is writer}
+        for segment in list(self._segments.values()):
+            if segment is not writer:
+                self._scan(segment, self._alive(segment))
+
+    def known(self, digests: Sequence[bytes]) -> list[Location | None]:
+        """The newest committed location of each digest, others' latest commits included."""
+        with self._lock:
+            self.refresh()
+            return [self._index.get(d) for d in digests]
+
+    def locate(self, digests: Sequence[bytes]) -> list[Location | None]:
+        """Like ``known``, but only where the record's whole extent is still on disk."""
+        with self._lock:
+            found = self.known(digests)
+            sizes: dict[int, int] = {}
+            for loc in found:
+                if loc is not None and id(loc.segment) not in sizes:
+                    sizes[id(loc.segment)] = self._alive(loc.segment)
+            if any(s < 0 for s in sizes.values()):
+                self._rebuild_after_loss()
+                return self.locate(digests)
+            return [
+                loc if loc is not None and loc.offset + loc.size <= sizes[id(loc.segment)] else None
+                for loc in found
+            ]
+
+    def count(self) -> int:
+        """Entries that would read back now, across every writer."""
+        with self._lock:
+            self.refresh()
+            return sum(loc is not None for loc in self.locate(list(self._index)))
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def clear(self) -> None:
+        """Delete every segment under the root, whoever wrote it; no transfer may be in flight."""
+        with self._lock:
+            for segment in list(self._segments.values()):
+                self._retire(segment)
+            self.bury()
+            self._index.clear()
+            with contextlib.suppress(OSError):
+                for name in os.listdir(self.folder):
+                    if name.endswith(SUFFIX):
+                        with contextlib.suppress(OSError):
+                            os.unlink(os.path.join(self.folder, name))
+
+    def close(self) -> None:
+        """Release everything; the caller guarantees no transfer is in flight."""
+        with self._lock:
+            for segment in list(self._segments.values()):
+                self._retire(segment)
+            self.bury()
+            self._index.clear()
+            self._commit_buf.close()
+            self._scan_buf.close()

@@ -47,9 +47,9 @@ from conformance.interface import (
 from conformance.validation import page_starts
 from reference_backend import __version__, agents
 from reference_backend.config import BackendConfig
-from reference_backend.log import SegmentLog, commit_size
+from reference_backend.log import HAS_SUM, Entry, SegmentLog, commit_size
 from reference_backend.naming import Scope, entry_digest, scope_for
-from reference_backend.record import UNIT, RecordLayout, checksum_of, layout_from_sizes
+from reference_backend.record import BLOCK, RecordLayout, checksum_of, layout_from_sizes, pad
 
 KV = str(PoolName.KV)
 
@@ -63,12 +63,39 @@ class _Pool:
     layout: RecordLayout
     zero_copy: bool
     has_meta: bool
+    strides: list[tuple[int, int]] | None = None
+    """Per region (address of page 0, bytes between pages), when every page follows that rule."""
 
-    def regions(self, starts: list[int]) -> list[tuple[int, int]]:
-        """(address, bytes) of every region of each page, page by page."""
+    def meta(self, starts: list[int]) -> list[tuple[int, int]]:
+        """(address, bytes) of every region of each page, as the host pool reports them."""
         idx = torch.tensor([s + t for s in starts for t in range(self.host.page_size)], dtype=torch.int64)
         ptrs, sizes = self.host.get_page_buffer_meta(idx)
         return list(zip((int(p) for p in ptrs), (int(s) for s in sizes)))
+
+    def regions(self, starts: list[int]) -> list[tuple[int, int]]:
+        """(address, bytes) of every region of each page, page by page."""
+        if self.strides is None:
+            return self.meta(starts)
+        ps = self.host.page_size
+        rule = list(zip(self.strides, self.layout.region_sizes))
+        return [(base + (s // ps) * step, size) for s in starts for (base, step), size in rule]
+
+    def learn_strides(self) -> None:
+        """Check, once, that every page's regions sit at a fixed stride; then skip the per-batch query."""
+        ps, pages = self.host.page_size, int(self.host.size) // self.host.page_size
+        first = self.meta([0])
+        step = self.meta([ps]) if pages > 1 else first
+        strides = [(p0, p1 - p0) for (p0, _), (p1, _) in zip(first, step)]
+        width = len(strides)
+        for lo in range(0, pages, 4096):
+            chunk = list(range(lo * ps, min(pages, lo + 4096) * ps, ps))
+            got = self.meta(chunk)
+            for n, start in enumerate(chunk):
+                page = start // ps
+                for r, ((base, stride), size) in enumerate(zip(strides, self.layout.region_sizes)):
+                    if got[n * width + r] != (base + page * stride, size):
+                        return
+        self.strides = strides
 
 
 @dataclass
@@ -82,7 +109,16 @@ class _Item:
     slot: int = 0
     fd: int = -1
     offset: int = 0
+    checksum: int | None = None
     regions: list[tuple[int, int]] = field(default_factory=list)
+
+
+def _by_pool(items: list[_Item]) -> dict[str, list[_Item]]:
+    """Items grouped by pool, pools in order of first appearance."""
+    groups: dict[str, list[_Item]] = {}
+    for item in items:
+        groups.setdefault(item.pool.name, []).append(item)
+    return groups
 
 
 @dataclass
@@ -161,6 +197,8 @@ class NixlBackend:
             has_meta = False
         zero_copy = has_meta and self.moves_in_place(host)
         pool = _Pool(name, host, layout_from_sizes(sizes), zero_copy, has_meta)
+        if has_meta:
+            pool.learn_strides()
         if zero_copy:
             self._register_spans(pool)
         self._pools[name] = pool
@@ -206,64 +244,66 @@ class NixlBackend:
     # -- the transfer ------------------------------------------------------------------------
 
     def _descriptors(self, lane: _Lane, items: list[_Item], writing: bool) -> tuple[np.ndarray, np.ndarray]:
-        """DRAM and FILE descriptor rows for ``items``, staging raw bytes where needed."""
+        """DRAM and FILE descriptor rows for ``items``, staging raw bytes where needed.
+
+        A staged pool's records sit back to back in its staging buffer; where they also sit back to
+        back in the file (always, for a write), they move as one descriptor, and a write's run is
+        rounded up to a whole file-system block.
+        """
         dram: list[tuple[int, int, int]] = []
         file: list[tuple[int, int, int]] = []
-        by_pool: dict[str, list[_Item]] = {}
-        for item in items:
-            by_pool.setdefault(item.pool.name, []).append(item)
-        for name, group in by_pool.items():
+        for name, group in _by_pool(items).items():
             pool = group[0].pool
-            slot_bytes = UNIT if pool.zero_copy else pool.layout.size
-            stage = lane.staging_for(name, slot_bytes * len(group))
-            base = stage.data_ptr()
+            size = pool.layout.size
+            base = 0 if pool.zero_copy else lane.staging_for(name, pad(size * len(group), BLOCK)).data_ptr()
             regions = pool.regions([i.start for i in group]) if pool.has_meta else []
             per_page = len(pool.layout.region_sizes)
             for n, item in enumerate(group):
-                item.slot = base + n * slot_bytes
-                mine = item.regions = regions[n * per_page : (n + 1) * per_page]
+                item.slot = base + n * size
+                item.regions = regions[n * per_page : (n + 1) * per_page]
                 if writing:
-                    self._stage_out(item, mine)
+                    self._stage_out(item)
                 if pool.zero_copy:
-                    dram.append((item.slot, UNIT, 0))
-                    file.append((item.offset, UNIT, item.fd))
-                    for (ptr, size), off in zip(mine, pool.layout.offsets):
-                        dram.append((ptr, size, 0))
-                        file.append((item.offset + off, size, item.fd))
+                    for (ptr, nbytes), off in zip(item.regions, pool.layout.offsets):
+                        dram.append((ptr, nbytes, 0))
+                        file.append((item.offset + off, nbytes, item.fd))
+                elif file and file[-1][2] == item.fd and n and file[-1][0] + file[-1][1] == item.offset:
+                    dram[-1] = (dram[-1][0], dram[-1][1] + size, 0)
+                    file[-1] = (file[-1][0], file[-1][1] + size, item.fd)
                 else:
-                    dram.append((item.slot, pool.layout.size, 0))
-                    file.append((item.offset, pool.layout.size, item.fd))
+                    dram.append((item.slot, size, 0))
+                    file.append((item.offset, size, item.fd))
+            if writing and not pool.zero_copy:
+                whole = pad(file[-1][1], BLOCK)
+                dram[-1] = (dram[-1][0], whole, 0)
+                file[-1] = (file[-1][0], whole, file[-1][2])
         return np.array(dram, dtype=np.uint64), np.array(file, dtype=np.uint64)
 
-    def _stage_out(self, item: _Item, regions: list[tuple[int, int]]) -> None:
-        """Write the page's raw bytes (staged pools) and its header into the item's slot."""
+    def _payload(self, item: _Item) -> list[tuple[int, int]]:
+        """Where the page's bytes are, region by region: host memory, or the staging slot."""
         layout = item.pool.layout
         if item.pool.zero_copy:
-            payload = regions
-        elif item.pool.has_meta:
-            payload = [(item.slot + off, size) for (_, size), off in zip(regions, layout.offsets)]
-            for (ptr, size), (dst, _) in zip(regions, payload):
+            return item.regions
+        return [(item.slot + off, size) for off, size in zip(layout.offsets, layout.region_sizes)]
+
+    def _stage_out(self, item: _Item) -> None:
+        """Copy a staged page's raw bytes into its slot."""
+        pool = item.pool
+        if pool.zero_copy:
+            return
+        payload = self._payload(item)
+        if pool.has_meta:
+            for (ptr, size), (dst, _) in zip(item.regions, payload):
                 ctypes.memmove(dst, ptr, size)
         else:
-            page = item.pool.host.get_data_page(item.start, flat=True).contiguous().view(torch.uint8)
-            payload = [(item.slot + layout.offsets[0], page.numel())]
+            page = pool.host.get_data_page(item.start, flat=True).contiguous().view(torch.uint8)
             ctypes.memmove(payload[0][0], page.data_ptr(), page.numel())
-        checksum = checksum_of(payload) if self.settings.verify else None
-        ctypes.memmove(item.slot, layout.header(item.digest, checksum), UNIT)
 
     def _stage_in(self, item: _Item) -> bool:
-        """Check header and checksum; for staged pools, scatter the page's bytes into its host slots."""
+        """Check the checksum the commit promised; for staged pools, scatter bytes into host slots."""
         pool = item.pool
-        matches, checksum = pool.layout.read_header(ctypes.string_at(item.slot, UNIT), item.digest)
-        if not matches:
-            return False
-        if pool.zero_copy:
-            payload = item.regions
-        else:
-            payload = [
-                (item.slot + off, size) for off, size in zip(pool.layout.offsets, pool.layout.region_sizes)
-            ]
-        if checksum is not None and self.settings.verify and checksum_of(payload) != checksum:
+        payload = self._payload(item)
+        if item.checksum is not None and self.settings.verify and checksum_of(payload) != item.checksum:
             return False
         if pool.zero_copy:
             return True
@@ -287,6 +327,9 @@ class NixlBackend:
                 op, agent.get_xfer_descs(dram, "DRAM"), agent.get_xfer_descs(file, "FILE"), agent.name
             )
             state = agent.transfer(handle)
+            if op == "WRITE":  # checksum what is being written while the kernel writes it
+                for item in items:
+                    item.checksum = checksum_of(self._payload(item)) if self.settings.verify else None
             while state == "PROC":
                 state = agent.check_xfer_state(handle)
             return bool(state == "DONE")
@@ -324,20 +367,42 @@ class NixlBackend:
             return {id(items[0]): False}
         return {id(item): self._append_extent(lane, [item]) for item in items}
 
+    @staticmethod
+    def _lay_out(items: list[_Item]) -> int:
+        """Give each item its offset in an extent (after the commit block); the extent's size.
+
+        Each pool's records start on a file-system block and the extent ends on one, so every
+        write of the batch is whole blocks.
+        """
+        at = commit_size(len(items))
+        for group in _by_pool(items).values():
+            at = pad(at, BLOCK)
+            for item in group:
+                item.offset = at
+                at += item.pool.layout.size
+        return pad(at, BLOCK)
+
     def _append_extent(self, lane: _Lane, items: list[_Item]) -> bool:
         """Records after a reserved commit block at the segment's tail, then the commit."""
-        head = commit_size(len(items))
-        segment = self._log.writable(head + sum(i.pool.layout.size for i in items))
+        segment = self._log.writable(self._lay_out(items))
         if segment is None or not self._log.register(segment, lane.agent):
             return False
-        start = at = segment.scanned
-        at += head
+        start = segment.scanned
         for item in items:
-            item.fd, item.offset = segment.fd, at
-            at += item.pool.layout.size
+            item.fd, item.offset = segment.fd, start + item.offset
         if not self._submit(lane, "WRITE", items):
             return False
-        entries = [(i.digest, i.offset - start, i.pool.layout.size) for i in items]
+        entries = [
+            Entry(
+                i.digest,
+                i.offset - start,
+                i.pool.layout.size,
+                i.pool.layout.tag,
+                HAS_SUM if i.checksum is not None else 0,
+                i.checksum or 0,
+            )
+            for i in items
+        ]
         return self._log.commit(segment, start, entries)
 
     def _read(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
@@ -347,10 +412,10 @@ class NixlBackend:
         with lane.lock:
             ready: list[_Item] = []
             for item, loc in zip(items, self._log.locate([i.digest for i in items])):
-                if loc is None or loc.size != item.pool.layout.size:
+                if loc is None or (loc.size, loc.tag) != (item.pool.layout.size, item.pool.layout.tag):
                     continue
                 if self._log.register(loc.segment, lane.agent):
-                    item.fd, item.offset = loc.segment.fd, loc.offset
+                    item.fd, item.offset, item.checksum = loc.segment.fd, loc.offset, loc.checksum
                     ready.append(item)
             for item, moved in zip(ready, self._transfer(lane, "READ", ready)):
                 ok[id(item)] = moved and self._stage_in(item)
@@ -404,8 +469,8 @@ class NixlBackend:
             return [False for _ in keys]
         named = [isinstance(k, str) for k in keys]
         found = self._log.locate([self.digest(name, k) for k, ok in zip(keys, named) if ok])
-        sizes = iter(loc.size if loc is not None else -1 for loc in found)
-        return [ok and next(sizes) == pool.layout.size for ok in named]
+        shapes = iter((loc.size, loc.tag) if loc is not None else None for loc in found)
+        return [ok and next(shapes) == (pool.layout.size, pool.layout.tag) for ok in named]
 
     def batch_exists(self, keys: list[str], extra_info: HiCacheStorageExtraInfo | None = None) -> int:
         present = self._present(KV, keys)

@@ -13,15 +13,18 @@ and a writer killed mid-batch leaves only bytes nothing refers to.
 
 Records are never rewritten: a newer version of an entry is a new record under a later commit,
 and the index keeps the highest sequence number. A reader holding a location never sees it
-change under it. A segment that vanishes (``clear`` in another process) or shrinks is noticed by
-one ``stat`` per segment per call. NIXL agents are not thread-safe, so a segment is registered
-with a lane's agent only by that lane (``register``), and a dead segment's registrations and file
-are released only by ``bury``, which the caller runs while no lane is transferring.
+change under it. When every record of one of its own finished segments has been superseded, the
+writer deletes that segment, so overwrites do not grow the store without bound. A segment that
+vanishes (``clear`` in another process) or shrinks is noticed by one ``stat`` per segment per
+call. NIXL agents are not thread-safe, so a segment is registered with a lane's agent only by
+that lane (``register``), and a dead segment's registrations and file are released only by
+``bury``, which the caller runs while no lane is transferring.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import mmap
 import os
 import struct
@@ -33,45 +36,62 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from reference_backend.record import UNIT, pad
+from reference_backend.record import BLOCK, UNIT, pad
 
 FOLDER = "segments"
 SUFFIX = ".seg"
-MAGIC = b"HCC1"
-VERSION = 1
-# magic, version, reserved, entry count, extent bytes (commit block included), sequence, CRC-32
-_HEAD = struct.Struct("<4sHHIQQI")
-# entry digest, record offset from the extent's start, record bytes
-_ENTRY = struct.Struct("<16sQQ")
-Entry = tuple[bytes, int, int]
+MAGIC = b"HCC2"
+VERSION = 2
+HAS_SUM = 1
+# magic, version, reserved, entry count, extent bytes (commit block included), sequence,
+# segment id (ties a commit to the file it was written for), CRC-32 of the block
+_HEAD = struct.Struct("<4sHHIQQQI")
+_ENTRY = struct.Struct("<16sQQIIQ")
+
+
+class Entry(NamedTuple):
+    """One record a commit publishes: what it is, where it lies in the extent, how to check it."""
+
+    digest: bytes
+    offset: int
+    size: int
+    tag: int
+    flags: int
+    checksum: int
 
 
 def commit_size(count: int) -> int:
     """Bytes reserved at an extent's start for the commit block of ``count`` records."""
-    return pad(_HEAD.size + _ENTRY.size * count)
+    return pad(_HEAD.size + _ENTRY.size * count, BLOCK)
 
 
-def encode_commit(entries: Sequence[Entry], extent: int, seq: int) -> bytes:
+def segment_id(name: str) -> int:
+    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
+
+
+def encode_commit(entries: Sequence[Entry], extent: int, seq: int, segment: int) -> bytes:
     body = b"".join(_ENTRY.pack(*e) for e in entries)
-    head = _HEAD.pack(MAGIC, VERSION, 0, len(entries), extent, seq, 0)
+    head = _HEAD.pack(MAGIC, VERSION, 0, len(entries), extent, seq, segment, 0)
     crc = zlib.crc32(body, zlib.crc32(head))
-    block = _HEAD.pack(MAGIC, VERSION, 0, len(entries), extent, seq, crc) + body
+    block = _HEAD.pack(MAGIC, VERSION, 0, len(entries), extent, seq, segment, crc) + body
     return block.ljust(commit_size(len(entries)), b"\x00")
 
 
-def decode_head(raw: bytes) -> tuple[int, int, int] | None:
-    """(entry count, extent bytes, sequence) when ``raw`` starts like a commit block."""
+def decode_head(raw: bytes, segment: int) -> tuple[int, int, int] | None:
+    """(entry count, extent bytes, sequence) when ``raw`` starts like a commit of ``segment``."""
     if len(raw) < _HEAD.size:
         return None
-    magic, version, _, count, extent, seq, _ = _HEAD.unpack_from(raw)
-    if magic != MAGIC or version != VERSION or extent < commit_size(count) or extent % UNIT:
+    magic, version, _, count, extent, seq, owner, _ = _HEAD.unpack_from(raw)
+    if magic != MAGIC or version != VERSION or owner != segment:
+        return None
+    if extent < commit_size(count) or extent % UNIT:
         return None
     return count, extent, seq
 
 
-def decode_commit(raw: bytes) -> tuple[list[Entry], int, int] | None:
+def decode_commit(raw: bytes, segment: int) -> tuple[list[Entry], int, int] | None:
     """(entries, extent bytes, sequence) of a whole, intact commit block, else None."""
-    head = decode_head(raw)
+    head = decode_head(raw, segment)
     if head is None or len(raw) < commit_size(head[0]):
         return None
     count, extent, seq = head
@@ -80,9 +100,9 @@ def decode_commit(raw: bytes) -> tuple[list[Entry], int, int] | None:
     blank = _HEAD.pack(*_HEAD.unpack_from(raw)[:-1], 0)
     if zlib.crc32(body, zlib.crc32(blank)) != crc:
         return None
-    entries = [_ENTRY.unpack_from(body, i * _ENTRY.size) for i in range(count)]
+    entries = [Entry(*_ENTRY.unpack_from(body, i * _ENTRY.size)) for i in range(count)]
     floor = commit_size(count)
-    if any(off < floor or size <= 0 or off + size > extent for _, off, size in entries):
+    if any(e.offset < floor or e.size <= 0 or e.offset + e.size > extent for e in entries):
         return None
     return entries, extent, seq
 
@@ -103,12 +123,23 @@ class Segment:
     def name(self) -> str:
         return os.path.basename(self.path)
 
+    @property
+    def id(self) -> int:
+        return segment_id(self.name)
+
 
 class Location(NamedTuple):
     segment: Segment
     offset: int
     size: int
     seq: int
+    tag: int
+    checksum: int | None
+
+    @classmethod
+    def of(cls, segment: Segment, start: int, entry: Entry, seq: int) -> Location:
+        checksum = entry.checksum if entry.flags & HAS_SUM else None
+        return cls(segment, start + entry.offset, entry.size, seq, entry.tag, checksum)
 
 
 class _Aligned:
@@ -137,6 +168,7 @@ class SegmentLog:
         self._segment_bytes = segment_bytes
         self._index: dict[bytes, Location] = {}
         self._segments: dict[str, Segment] = {}
+        self._live: dict[Segment, int] = {}
         self._graveyard: list[Segment] = []
         self._writer: Segment | None = None
         self._seq = 0
@@ -205,7 +237,7 @@ class SegmentLog:
     # -- writing (the caller serialises writers) -----------------------------------------------
 
     def writable(self, extent: int) -> Segment | None:
-        """The segment the next ``extent`` bytes go to: a new one when the current is full or damaged."""
+        """The segment, sized to hold ``extent`` more bytes: a new one when the current is full or damaged."""
         with self._lock:
             current = self._writer
             if current is not None:
@@ -213,7 +245,10 @@ class SegmentLog:
                 if size < current.scanned or current.scanned + extent > self._segment_bytes > 0:
                     if size < 0:
                         self._rebuild_after_loss()
-                    self._writer = current = None
+                    self._writer = None
+                    if size >= 0 and not self._live.get(current):
+                        self._reclaim(current)
+                    current = None
             if current is None:
                 try:
                     os.makedirs(self.folder, exist_ok=True)
@@ -221,20 +256,24 @@ class SegmentLog:
                     return None
                 name = f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}{SUFFIX}"
                 current = self._writer = self._open(os.path.join(self.folder, name), own=True)
+            if current is not None:
+                try:  # sized first: O_DIRECT writes that extend a file run one at a time on ext4
+                    if os.fstat(current.fd).st_size < current.scanned + extent:
+                        os.ftruncate(current.fd, current.scanned + extent)
+                except OSError:
+                    return None
             return current
 
     def commit(self, segment: Segment, start: int, entries: Sequence[Entry]) -> bool:
         """Publish the extent at ``start`` whose records are on disk; False leaves it unreferenced."""
-        extent = max(off + size for _, off, size in entries)
+        extent = pad(max(e.offset + e.size for e in entries), BLOCK)
         with self._lock:
             self._seq = max(time.time_ns(), self._seq + 1)
             seq = self._seq
-        block = encode_commit(entries, extent, seq)
+        block = encode_commit(entries, extent, seq, segment.id)
         view = self._commit_buf.view(len(block))
         view[:] = block
         try:
-            if os.fstat(segment.fd).st_size < start + extent:  # the last region's padding
-                os.ftruncate(segment.fd, start + extent)
             if self._fsync:
                 os.fdatasync(segment.fd)
             if os.pwritev(segment.fd, [view], start) != len(block):
@@ -245,14 +284,27 @@ class SegmentLog:
             return False
         with self._lock:
             segment.scanned = start + extent
-            for digest, off, size in entries:
-                self._place(digest, Location(segment, start + off, size, seq))
+            for entry in entries:
+                self._place(entry.digest, Location.of(segment, start, entry, seq))
         return True
 
     def _place(self, digest: bytes, loc: Location) -> None:
         held = self._index.get(digest)
-        if held is None or (loc.seq, loc.segment.name) > (held.seq, held.segment.name):
-            self._index[digest] = loc
+        if held is not None and (loc.seq, loc.segment.name) <= (held.seq, held.segment.name):
+            return
+        self._index[digest] = loc
+        self._live[loc.segment] = self._live.get(loc.segment, 0) + 1
+        if held is not None:
+            self._live[held.segment] -= 1
+            if not self._live[held.segment] and held.segment.own and held.segment is not self._writer:
+                self._reclaim(held.segment)
+
+    def _reclaim(self, segment: Segment) -> None:
+        """Delete one of our finished segments that no index entry refers to any more."""
+        with contextlib.suppress(OSError):
+            os.unlink(segment.path)
+        self._live.pop(segment, None)
+        self._retire(segment)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -264,21 +316,22 @@ class SegmentLog:
     def _scan(self, segment: Segment, size: int) -> None:
         """Index every commit of ``segment`` past what was already read, up to ``size`` bytes."""
         at = segment.scanned
-        while at + UNIT <= size:
+        while at + BLOCK <= size:
             try:
-                first = self._read(segment.fd, UNIT, at)
-                head = decode_head(first)
+                first = self._read(segment.fd, BLOCK, at)
+                head = decode_head(first, segment.id)
                 if head is None:
                     break
                 block = commit_size(head[0])
-                decoded = decode_commit(first if block <= UNIT else self._read(segment.fd, block, at))
+                raw = first if block <= len(first) else self._read(segment.fd, block, at)
+                decoded = decode_commit(raw, segment.id)
             except OSError:
                 break
             if decoded is None:
                 break
             entries, extent, seq = decoded
-            for digest, off, nbytes in entries:
-                self._place(digest, Location(segment, at + off, nbytes, seq))
+            for entry in entries:
+                self._place(entry.digest, Location.of(segment, at, entry, seq))
             at += extent
         segment.scanned = at
 
@@ -312,6 +365,7 @@ class SegmentLog:
                 segment.scanned = 0
         writer = self._writer
         self._index = {d: loc for d, loc in self._index.items() if loc.segment is writer}
+        self._live = {writer: len(self._index)} if writer is not None else {}
         for segment in list(self._segments.values()):
             if segment is not writer:
                 self._scan(segment, self._alive(segment))
@@ -353,6 +407,7 @@ class SegmentLog:
                 self._retire(segment)
             self.bury()
             self._index.clear()
+            self._live.clear()
             with contextlib.suppress(OSError):
                 for name in os.listdir(self.folder):
                     if name.endswith(SUFFIX):
@@ -366,5 +421,6 @@ class SegmentLog:
                 self._retire(segment)
             self.bury()
             self._index.clear()
+            self._live.clear()
             self._commit_buf.close()
             self._scan_buf.close()

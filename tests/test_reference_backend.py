@@ -12,7 +12,8 @@ from conformance.hostpools import MISALIGNMENT, MHAHostPool, MultiRegionHostPool
 from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
 from reference_backend.backend import NixlBackend
 from reference_backend.config import BackendConfig
-from reference_backend.log import FOLDER, SUFFIX, commit_size, encode_commit
+from reference_backend.log import FOLDER, HAS_SUM, SUFFIX, Entry, commit_size, encode_commit, segment_id
+from reference_backend.record import BLOCK, pad
 
 PAGES = 4
 
@@ -122,8 +123,8 @@ def test_a_multi_pool_batch_is_one_nixl_transfer(make) -> None:
     assert result == {"kv": [True] * 4, "swa": [True] * 4}
     assert len(calls) == 1
     dram = calls[0][1]
-    # zero-copy KV: a header plus K and V per page; staged SWA: one whole record per page
-    assert dram.descCount() == PAGES * 3 + PAGES
+    # zero-copy KV: K and V per page; staged SWA: its records back to back, one run of whole blocks
+    assert dram.descCount() == PAGES * 2 + 1
 
 
 def test_descriptors_place_regions_at_the_records_offsets(make) -> None:
@@ -135,10 +136,20 @@ def test_descriptors_place_regions_at_the_records_offsets(make) -> None:
     dram, file = backend._descriptors(backend._lanes["WRITE"], items, writing=True)
     layout = backend._pools["kv"].layout
     ptrs, sizes = kv.get_page_buffer_meta(indices(kv, [2]))
-    assert [tuple(r) for r in file.tolist()] == [(8192, 512, 99)] + [
-        (8192 + o, s, 99) for o, s in zip(layout.offsets, sizes)
-    ]
-    assert [r[0] for r in dram.tolist()[1:]] == ptrs
+    assert [tuple(r) for r in file.tolist()] == [(8192 + o, s, 99) for o, s in zip(layout.offsets, sizes)]
+    assert [r[0] for r in dram.tolist()] == ptrs
+
+
+def test_a_staged_pools_records_move_as_one_run_of_whole_blocks(make) -> None:
+    swa = side_pool(MISALIGNMENT)
+    backend = make(True, swa=swa)
+    assert backend.transfer_mode(PoolName.SWA) == "staged"
+    items = backend._plan("swa", list("abc"), indices(swa, [0, 1, 2]))
+    for n, item in enumerate(items):
+        item.fd, item.offset = 99, 4096 + n * item.pool.layout.size
+    dram, file = backend._descriptors(backend._lanes["WRITE"], items, writing=True)
+    assert [tuple(r) for r in file.tolist()] == [(4096, 4096, 99)]
+    assert dram.tolist()[0][1] == 4096
 
 
 def segments(root: Path) -> list[Path]:
@@ -155,8 +166,8 @@ def test_a_batch_is_one_extent_of_one_segment_file(make, tmp_path: Path) -> None
     ]
     assert all(all(v) for v in backend.batch_set_v2(transfers).values())
     (segment,) = segments(tmp_path)
-    records = PAGES * (backend._pools["kv"].layout.size + backend._pools["swa"].layout.size)
-    assert segment.stat().st_size == commit_size(2 * PAGES) + records
+    kv_run, swa_run = (PAGES * backend._pools[n].layout.size for n in ("kv", "swa"))
+    assert segment.stat().st_size == commit_size(2 * PAGES) + pad(kv_run, BLOCK) + pad(swa_run, BLOCK)
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == [segment]
 
 
@@ -196,17 +207,22 @@ def test_a_damaged_commit_hides_its_batch_from_a_new_reader(make, tmp_path: Path
     assert make(False, kv=kv_pool()).batch_exists(["a"]) == 0
 
 
-def test_a_record_under_another_entrys_name_is_refused(make, tmp_path: Path) -> None:
-    """A commit that names the wrong record (a forged or misplaced index) never yields its bytes."""
+@pytest.mark.parametrize("lie", ["checksum", "geometry"])
+def test_a_record_that_is_not_what_its_commit_promised_is_refused(make, tmp_path: Path, lie: str) -> None:
+    """A commit naming bytes it does not describe (a misdirected write) never yields them."""
     kv = kv_pool()
     backend = make(False, kv=kv)
     assert backend.batch_set_v1(["a"], indices(kv, [0])) == [True]
     (segment,) = segments(tmp_path)
-    size = backend._pools["kv"].layout.size
+    layout = backend._pools["kv"].layout
     head = commit_size(1)
-    record = segment.read_bytes()[head : head + size]
-    forged = encode_commit([(backend.digest("kv", "b"), head, size)], head + size, seq=1)
-    (tmp_path / FOLDER / f"forged{SUFFIX}").write_bytes(forged + record)
+    record = segment.read_bytes()[head : head + layout.size]
+    tag, checksum = (layout.tag, 12345) if lie == "checksum" else (layout.tag ^ 1, 0)
+    entry = Entry(backend.digest("kv", "b"), head, layout.size, tag, HAS_SUM, checksum)
+    name = f"forged{SUFFIX}"
+    forged = encode_commit([entry], head + layout.size, seq=1, segment=segment_id(name))
+    (tmp_path / FOLDER / name).write_bytes(forged + record)
+    assert backend.batch_exists(["b"]) == (1 if lie == "checksum" else 0)
     assert backend.batch_get_v1(["b"], indices(kv, [1])) == [False]
 
 
@@ -250,6 +266,31 @@ def test_a_writer_starts_a_new_segment_at_the_configured_size(tmp_path: Path) ->
         assert reopened.batch_get_v1([f"p{p}" for p in range(PAGES)], indices(kv, range(PAGES))) == [True] * 4
     finally:
         reopened.close()
+
+
+def test_a_finished_segment_whose_records_were_all_superseded_is_deleted(tmp_path: Path) -> None:
+    """Overwrites append; without reclaiming dead segments the store would grow without bound."""
+    kv = kv_pool(head_dim=8192)  # three 257 KiB extents fill a 1 MiB segment
+    backend = NixlBackend(config(segment_mib=1), tmp_path)
+    backend.register_mem_pool_host(kv)
+    try:
+        for round_ in range(3):
+            for page in range(PAGES):
+                kv.write_page(page * kv.page_size, bytes([round_ * 16 + page]) * kv.page_nbytes())
+                assert backend.batch_set_v1([f"p{page}"], indices(kv, [page])) == [True]
+        assert len(segments(tmp_path)) == 2, "12 extents, 4 live, need two segments"
+        assert backend.stored_object_count() == PAGES
+    finally:
+        backend.close()
+    reader = NixlBackend(config(), tmp_path)
+    reader.register_mem_pool_host(kv)
+    try:
+        kv.fill(0)
+        assert reader.batch_get_v1([f"p{p}" for p in range(PAGES)], indices(kv, range(PAGES))) == [True] * 4
+        for page in range(PAGES):
+            assert kv.read_page(page * kv.page_size) == bytes([32 + page]) * kv.page_nbytes()
+    finally:
+        reader.close()
 
 
 def test_clear_removes_every_entry(make, tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
 """Throughput and per-call cost of the reference backend beside its baselines, in one run.
 
 Each workload is benchmarked for ``ours`` (the backend), ``limit`` (one raw NIXL transfer of the
-same descriptors on pre-opened files), ``pwritev`` (plain syscalls over the same memory pieces) and,
-when SGLang is installed, upstream. ``python -m reference_backend.bench_report`` turns the JSON
+same descriptors on a pre-opened, pre-sized file), ``pwritev`` (plain syscalls over the same memory
+pieces) and, when SGLang is installed, upstream. ``python -m reference_backend.bench_report`` turns the JSON
 into ratios. Under xdist or ``--benchmark-disable`` each runs once: the CI smoke mode.
 """
 

@@ -88,25 +88,26 @@ class Rigged:
             for name, pool in self.pools.items()
         ]
 
-    def items_on_files(self, batch: int, folder: str) -> list[_Item]:
-        """The items our batch plans, each on its own pre-opened, pre-sized file under ``folder``."""
+    def items_in_one_file(self, batch: int, folder: str) -> list[_Item]:
+        """The items our batch plans, at the offsets our extent gives them, in one pre-sized file."""
         items: list[_Item] = []
         for t in self.transfers(batch):
             plan = self.backend._plan(str(t.name), t.keys, t.host_indices)
             assert plan is not None
             items.extend(plan)
+        path = self.root / folder / f"extent-{batch}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | (os.O_DIRECT if self.direct else 0), 0o644)
+        self.raw_fds.append(fd)
+        os.ftruncate(fd, self.backend._lay_out(items))
         for item in items:
-            path = self.root / folder / f"{item.pool.name}-{item.key}"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            item.fd = os.open(path, os.O_RDWR | os.O_CREAT | (os.O_DIRECT if self.direct else 0), 0o644)
-            os.ftruncate(item.fd, item.pool.layout.size)
-            self.raw_fds.append(item.fd)
+            item.fd = fd
         return items
 
     def raw_plan(self, batch: int, op: str) -> tuple[Any, Any, Any]:
-        """The same descriptors our batch submits, against pre-opened files: the design's limit."""
+        """The same descriptors our batch submits, on a pre-opened, pre-sized file: the design's limit."""
         lane = self.backend._lanes[op]
-        items = self.items_on_files(batch, "raw")
+        items = self.items_in_one_file(batch, "raw")
         dram, file = self.backend._descriptors(lane, items, writing=True)
         agent = lane.agent
         reg = agent.register_memory([(0, 0, fd, "") for fd in sorted({i.fd for i in items})], "FILE")
@@ -130,7 +131,7 @@ def raw_transfer(agent: Any, op: str, descs: tuple[Any, Any]) -> None:
 
 def pwritev_plan(rig: Rigged, batch: int) -> list[tuple[int, list[memoryview], int]]:
     """Plain-syscall baseline: one ``pwritev`` per descriptor our batch submits, same memory."""
-    items = rig.items_on_files(batch, "pwritev")
+    items = rig.items_in_one_file(batch, "pwritev")
     dram, file = rig.backend._descriptors(rig.backend._lanes["WRITE"], items, writing=True)
     return [
         (int(fd), [memoryview((ctypes.c_char * int(size)).from_address(int(addr))).cast("B")], int(offset))

@@ -32,14 +32,15 @@ def _spec(cls: type[NixlBackend]) -> BackendSpec:
 class StagingInPoolDtype(NixlBackend):
     """Staged bytes pass through a buffer of the pool's dtype, converting values."""
 
-    def _stage_out(self, item: _Item, regions: list[tuple[int, int]]) -> None:
-        if not item.pool.zero_copy:
-            for (ptr, size), off in zip(regions, item.pool.layout.offsets):
-                raw = torch.frombuffer((ctypes.c_char * size).from_address(ptr), dtype=torch.uint8).clone()
-                typed = raw.to(item.pool.host.dtype).to(torch.uint8)
-                ctypes.memmove(item.slot + off, typed.data_ptr(), size)
-            regions = [(item.slot + off, size) for (_, size), off in zip(regions, item.pool.layout.offsets)]
-        super()._stage_out(item, regions)
+    def _stage_out(self, item: _Item) -> None:
+        super()._stage_out(item)
+        if item.pool.zero_copy:
+            return
+        payload = self._payload(item)
+        for ptr, size in payload:
+            raw = torch.frombuffer((ctypes.c_char * size).from_address(ptr), dtype=torch.uint8).clone()
+            typed = raw.to(item.pool.host.dtype).to(torch.uint8)
+            ctypes.memmove(ptr, typed.data_ptr(), size)
 
 
 class SharedStaging(NixlBackend):
@@ -88,15 +89,17 @@ class TrailingWindowMisread(NixlBackend):
 
 
 class StagedOffsetsShifted(NixlBackend):
-    """Staged pages are scattered from offsets that forget the record header."""
+    """Staged pages are scattered from offsets one unit off, wrapping inside the record."""
 
     def _stage_in(self, item: _Item) -> bool:
         if item.pool.zero_copy or not item.pool.has_meta:
             return super()._stage_in(item)
         ok = super()._stage_in(item)
         if ok:
-            for (ptr, size), off in zip(item.regions, item.pool.layout.offsets):
-                ctypes.memmove(ptr, item.slot + off - UNIT, size)
+            layout = item.pool.layout
+            for (ptr, size), off in zip(item.regions, layout.offsets):
+                start = (off + UNIT) % layout.size
+                ctypes.memmove(ptr, item.slot + start, min(size, layout.size - start))
         return ok
 
 

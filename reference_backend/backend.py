@@ -3,8 +3,8 @@
 Design, in the order a batch meets it:
 
 - **Validation first.** A malformed pool request gets all-False before any file is touched.
-- **One record per entry, one extent per batch.** A record holds the 512-byte header and every
-  region of one page of one pool (see :mod:`reference_backend.record`). A batch's records sit
+- **One record per entry, one extent per batch.** A record holds every region of one page of one
+  pool (see :mod:`reference_backend.record`). A batch's records sit
   side by side in one extent of this instance's own segment file, after a commit block that
   publishes them together (see :mod:`reference_backend.log`): no file is created, renamed or
   registered per entry, and nothing is ever rewritten in place.
@@ -14,8 +14,8 @@ Design, in the order a batch meets it:
 - **One transfer per batch.** Descriptors of every pool in a ``batch_*_v2`` call go into a single
   NIXL transfer. Only if it fails are pages retried one by one, to give exact per-key results.
 - **Nothing torn is visible.** Records are published by their commit only after the transfer
-  succeeded; ``exists`` requires the record's whole extent on disk; reads check the header and
-  the checksum.
+  succeeded; ``exists`` requires the record's whole extent on disk and its geometry; reads check
+  the checksum the commit carries.
 - **Two lanes.** Sets and gets each own a NIXL agent, a lock and staging buffers, so the
   controller's writer and loader threads never wait on each other.
 """
@@ -238,7 +238,7 @@ class NixlBackend:
         return [_Item(pool, key, start, self.digest(name, key)) for key, start in zip(keys, starts)]
 
     def digest(self, name: str, key: str) -> bytes:
-        """The 16 bytes that name an entry in the log and in its record's header."""
+        """The 16 bytes that name an entry in the log and its index."""
         return entry_digest(self._scopes[name], name, key)
 
     # -- the transfer ------------------------------------------------------------------------

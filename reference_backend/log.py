@@ -6,10 +6,11 @@ no two writers ever share a file and no cross-process lock exists. A batch is on
     [commit block][record][record]...
 
 The records move first, in one NIXL transfer. Only after it completes is the commit block
-written over the extent's first units, with one ``pwrite``. The commit names every record (entry
-digest, offset, size), carries a sequence number and a CRC. A scanner that finds no valid commit
-at an extent's start stops reading that segment there, so a batch is visible whole or not at all,
-and a writer killed mid-batch leaves only bytes nothing refers to.
+written over the extent's first block, with one ``pwrite``. The commit names every record (entry
+digest, offset, size, geometry tag, checksum), carries a sequence number, the segment's id and a
+CRC. A scanner that finds no valid commit at an extent's start stops reading that segment there,
+so a batch is visible whole or not at all, and a writer killed mid-batch leaves only bytes
+nothing refers to. A writer seals a segment it has finished, so readers stop watching it grow.
 
 Records are never rewritten: a newer version of an entry is a new record under a later commit,
 and the index keeps the highest sequence number. A reader holding a location never sees it
@@ -43,7 +44,9 @@ SUFFIX = ".seg"
 MAGIC = b"HCC2"
 VERSION = 2
 HAS_SUM = 1
-# magic, version, reserved, entry count, extent bytes (commit block included), sequence,
+SEALED = 1
+"""A commit flag: the segment's writer has finished it, so readers stop watching it grow."""
+# magic, version, flags, entry count, extent bytes (commit block included), sequence,
 # segment id (ties a commit to the file it was written for), CRC-32 of the block
 _HEAD = struct.Struct("<4sHHIQQQI")
 _ENTRY = struct.Struct("<16sQQIIQ")
@@ -69,11 +72,11 @@ def segment_id(name: str) -> int:
     return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
 
 
-def encode_commit(entries: Sequence[Entry], extent: int, seq: int, segment: int) -> bytes:
+def encode_commit(entries: Sequence[Entry], extent: int, seq: int, segment: int, flags: int = 0) -> bytes:
     body = b"".join(_ENTRY.pack(*e) for e in entries)
-    head = _HEAD.pack(MAGIC, VERSION, 0, len(entries), extent, seq, segment, 0)
+    head = _HEAD.pack(MAGIC, VERSION, flags, len(entries), extent, seq, segment, 0)
     crc = zlib.crc32(body, zlib.crc32(head))
-    block = _HEAD.pack(MAGIC, VERSION, 0, len(entries), extent, seq, segment, crc) + body
+    block = _HEAD.pack(MAGIC, VERSION, flags, len(entries), extent, seq, segment, crc) + body
     return block.ljust(commit_size(len(entries)), b"\x00")
 
 
@@ -89,8 +92,8 @@ def decode_head(raw: bytes, segment: int) -> tuple[int, int, int] | None:
     return count, extent, seq
 
 
-def decode_commit(raw: bytes, segment: int) -> tuple[list[Entry], int, int] | None:
-    """(entries, extent bytes, sequence) of a whole, intact commit block, else None."""
+def decode_commit(raw: bytes, segment: int) -> tuple[list[Entry], int, int, int] | None:
+    """(entries, extent bytes, sequence, flags) of a whole, intact commit block, else None."""
     head = decode_head(raw, segment)
     if head is None or len(raw) < commit_size(head[0]):
         return None
@@ -104,7 +107,7 @@ def decode_commit(raw: bytes, segment: int) -> tuple[list[Entry], int, int] | No
     floor = commit_size(count)
     if any(e.offset < floor or e.size <= 0 or e.offset + e.size > extent for e in entries):
         return None
-    return entries, extent, seq
+    return entries, extent, seq, _HEAD.unpack_from(raw)[2]
 
 
 @dataclass(eq=False)
@@ -117,6 +120,7 @@ class Segment:
     own: bool
     scanned: int = 0
     """Own segment: where the next extent goes. Another's: how far its commits were read."""
+    sealed: bool = False
     regs: dict[int, tuple[Any, Any]] = field(default_factory=dict)
 
     @property
@@ -171,6 +175,8 @@ class SegmentLog:
         self._live: dict[Segment, int] = {}
         self._graveyard: list[Segment] = []
         self._writer: Segment | None = None
+        self._listing: tuple[int, int, int] = (0, 0, 0)
+        """(folder inode, folder mtime, when we listed it), to skip listing an unchanged folder."""
         self._seq = 0
         self._lock = threading.RLock()
         self._commit_buf = _Aligned()
@@ -248,6 +254,8 @@ class SegmentLog:
                     self._writer = None
                     if size >= 0 and not self._live.get(current):
                         self._reclaim(current)
+                    elif size >= current.scanned:
+                        self._seal(current)
                     current = None
             if current is None:
                 try:
@@ -264,13 +272,13 @@ class SegmentLog:
                     return None
             return current
 
-    def commit(self, segment: Segment, start: int, entries: Sequence[Entry]) -> bool:
-        """Publish the extent at ``start`` whose records are on disk; False leaves it unreferenced."""
-        extent = pad(max(e.offset + e.size for e in entries), BLOCK)
+    def _next_seq(self) -> int:
         with self._lock:
             self._seq = max(time.time_ns(), self._seq + 1)
-            seq = self._seq
-        block = encode_commit(entries, extent, seq, segment.id)
+            return self._seq
+
+    def _put_block(self, segment: Segment, start: int, block: bytes) -> bool:
+        """Write one commit block (durably first and after, with ``fsync``); True if it all landed."""
         view = self._commit_buf.view(len(block))
         view[:] = block
         try:
@@ -281,6 +289,22 @@ class SegmentLog:
             if self._fsync:
                 os.fdatasync(segment.fd)
         except OSError:
+            return False
+        return True
+
+    def _seal(self, segment: Segment) -> None:
+        """Mark a finished segment of ours, so readers stop checking whether it grew."""
+        block = encode_commit([], commit_size(0), self._next_seq(), segment.id, SEALED)
+        with contextlib.suppress(OSError):
+            if os.fstat(segment.fd).st_size < segment.scanned + len(block):
+                os.ftruncate(segment.fd, segment.scanned + len(block))
+            segment.sealed = self._put_block(segment, segment.scanned, block)
+
+    def commit(self, segment: Segment, start: int, entries: Sequence[Entry]) -> bool:
+        """Publish the extent at ``start`` whose records are on disk; False leaves it unreferenced."""
+        extent = pad(max(e.offset + e.size for e in entries), BLOCK)
+        seq = self._next_seq()
+        if not self._put_block(segment, start, encode_commit(entries, extent, seq, segment.id)):
             return False
         with self._lock:
             segment.scanned = start + extent
@@ -329,7 +353,10 @@ class SegmentLog:
                 break
             if decoded is None:
                 break
-            entries, extent, seq = decoded
+            entries, extent, seq, flags = decoded
+            if flags & SEALED:
+                segment.sealed = True
+                break
             for entry in entries:
                 self._place(entry.digest, Location.of(segment, at, entry, seq))
             at += extent
@@ -338,23 +365,43 @@ class SegmentLog:
     def refresh(self) -> None:
         """Pick up segments and commits other writers added since the last look."""
         with self._lock:
-            try:
-                names = sorted(n for n in os.listdir(self.folder) if n.endswith(SUFFIX))
-            except OSError:
-                names = []
-            lost = any(n not in names for n in self._segments)
-            if lost:
-                self._rebuild_after_loss()
-                return
-            for name in names:
-                segment = self._segments.get(name)
-                if segment is None:
-                    segment = self._open(os.path.join(self.folder, name), own=False)
-                if segment is None or segment is self._writer:
+            if self._folder_changed():
+                try:
+                    names = sorted(n for n in os.listdir(self.folder) if n.endswith(SUFFIX))
+                except OSError:
+                    names = []
+                if any(n not in names for n in self._segments):
+                    self._rebuild_after_loss()
+                    return
+                for name in names:
+                    if name not in self._segments:
+                        self._open(os.path.join(self.folder, name), own=False)
+            for segment in list(self._segments.values()):
+                if segment is self._writer or segment.sealed:
                     continue
-                size = self._alive(segment)
+                try:
+                    size = os.fstat(segment.fd).st_size
+                except OSError:
+                    continue
                 if size > segment.scanned:
                     self._scan(segment, size)
+
+    def _folder_changed(self) -> bool:
+        """Whether the folder may hold new or fewer segments since we last listed it.
+
+        Folder mtimes are coarse (a jiffy, or a second on some file systems): a listing taken less
+        than a second after the folder last changed is trusted for nothing, as git treats racily
+        clean index entries.
+        """
+        try:
+            st = os.stat(self.folder)
+        except OSError:
+            return True
+        ino, mtime, listed = self._listing
+        if (st.st_ino, st.st_mtime_ns) == (ino, mtime) and listed - mtime > 1_000_000_000:
+            return False
+        self._listing = (st.st_ino, st.st_mtime_ns, time.time_ns())
+        return True
 
     def _rebuild_after_loss(self) -> None:
         """A segment vanished: drop every segment gone from disk and index the rest from scratch."""
@@ -362,7 +409,7 @@ class SegmentLog:
             if self._alive(segment) < 0:
                 self._retire(segment)
             elif segment is not self._writer:
-                segment.scanned = 0
+                segment.scanned, segment.sealed = 0, False
         writer = self._writer
         self._index = {d: loc for d, loc in self._index.items() if loc.segment is writer}
         self._live = {writer: len(self._index)} if writer is not None else {}
@@ -408,6 +455,7 @@ class SegmentLog:
             self.bury()
             self._index.clear()
             self._live.clear()
+            self._listing = (0, 0, 0)
             with contextlib.suppress(OSError):
                 for name in os.listdir(self.folder):
                     if name.endswith(SUFFIX):
@@ -415,8 +463,11 @@ class SegmentLog:
                             os.unlink(os.path.join(self.folder, name))
 
     def close(self) -> None:
-        """Release everything; the caller guarantees no transfer is in flight."""
+        """Seal our segment and release everything; the caller guarantees no transfer is in flight."""
         with self._lock:
+            writer = self._writer
+            if writer is not None and self._alive(writer) >= writer.scanned:
+                self._seal(writer)
             for segment in list(self._segments.values()):
                 self._retire(segment)
             self.bury()

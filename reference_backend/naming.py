@@ -8,6 +8,7 @@ length-prefixed, so two distinct (model, shard, pool, key) tuples never feed it 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 
@@ -45,6 +46,8 @@ def scope_for(config: HiCacheStorageConfig, pool: PoolName | str) -> Scope:
     return Scope(config.model_name or "", ".".join(parts))
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def entry_digest(scope: Scope, pool: PoolName | str, key: str) -> bytes:
-    """16 bytes that name one entry, in the log's index and in its record's header."""
+    """16 bytes that name one entry in the log and its index (cached: a page is named again and
+    again, by exists, set and get)."""
     return hashlib.blake2b(spell(scope.model, scope.shard, str(pool), key), digest_size=16).digest()

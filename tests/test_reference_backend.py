@@ -293,6 +293,19 @@ def test_a_finished_segment_whose_records_were_all_superseded_is_deleted(tmp_pat
         reader.close()
 
 
+def test_a_closed_writer_seals_its_segment_and_readers_stop_watching_it(make, tmp_path: Path) -> None:
+    kv = kv_pool()
+    writer = make(False, kv=kv)
+    assert writer.batch_set_v1(["a"], indices(kv, [0])) == [True]
+    reader = make(False, kv=kv_pool())
+    assert reader.batch_exists(["a"]) == 1
+    (watched,) = reader._log._segments.values()
+    assert not watched.sealed, "a live writer's segment may still grow"
+    writer.close()
+    assert reader.batch_exists(["a"]) == 1
+    assert watched.sealed
+
+
 def test_clear_removes_every_entry(make, tmp_path: Path) -> None:
     kv = kv_pool()
     backend = make(False, kv=kv)

@@ -8,8 +8,10 @@ into ratios. Under xdist or ``--benchmark-disable`` each runs once: the CI smoke
 
 from __future__ import annotations
 
+import itertools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -28,6 +30,7 @@ from tests.benchmarks.workload import (
 )
 
 MODES = [("buffered", "aio"), ("direct", "aio"), ("direct", "uring")]
+FRESH = 8  # rounds of never-seen keys per fresh-set workload (each round is new disk space)
 
 
 @pytest.fixture(scope="module", params=MODES, ids=[f"{m}-{q}" for m, q in MODES])
@@ -58,10 +61,10 @@ def _info(benchmark, rig: Rigged, op: str, batch: int, impl: str) -> None:
     )
 
 
-@pytest.mark.parametrize("verify", [True, False], ids=["crc", "no-crc"])
+@pytest.mark.parametrize("verify", [True, False], ids=["checksum", "no-checksum"])
 @pytest.mark.parametrize("batch", BATCHES)
 def test_set_ours(benchmark, rig: Rigged, batch: int, verify: bool) -> None:
-    _info(benchmark, rig, "set", batch, "ours" if verify else "ours-nocrc")
+    _info(benchmark, rig, "set", batch, "ours" if verify else "ours-unverified")
     backend = rig.backend if verify else rig.unverified
     transfers = rig.transfers(batch)
     result = benchmark(backend.batch_set_v2, transfers)
@@ -85,11 +88,40 @@ def test_set_pwritev(benchmark, rig: Rigged, batch: int) -> None:
     benchmark(lambda: [os.pwritev(fd, bufs, off) for fd, bufs, off in plan])
 
 
-@pytest.mark.parametrize("verify", [True, False], ids=["crc", "no-crc"])
+@pytest.mark.parametrize("verify", [True, False], ids=["checksum", "no-checksum"])
+@pytest.mark.parametrize("batch", BATCHES)
+def test_set_fresh_ours(benchmark, rig: Rigged, batch: int, verify: bool) -> None:
+    """New keys every round, as HiCache stores new prefixes: every byte lands on fresh space."""
+    _info(benchmark, rig, "set-fresh", batch, "ours" if verify else "ours-unverified")
+    backend = rig.backend if verify else rig.unverified
+    result = benchmark.pedantic(
+        backend.batch_set_v2, setup=_fresh(rig, batch, f"fresh{verify}"), rounds=FRESH
+    )
+    assert all(all(v) for v in result.values())
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+def test_set_fresh_limit(benchmark, rig: Rigged, batch: int) -> None:
+    _info(benchmark, rig, "set-fresh", batch, "limit")
+    agent, plans, reg = rig.fresh_plans(batch, FRESH)
+    rounds = iter(plans)
+    try:
+        benchmark.pedantic(raw_transfer, setup=lambda: ((agent, "WRITE", next(rounds)), {}), rounds=FRESH)
+    finally:
+        agent.deregister_memory(reg)
+
+
+def _fresh(rig: Rigged, batch: int, label: str) -> Callable[[], tuple[tuple[Any, ...], dict[str, Any]]]:
+    """A pedantic setup handing each round a batch of keys no round used before."""
+    rounds = itertools.count()
+    return lambda: ((rig.transfers(batch, f"{label}-{next(rounds)}"),), {})
+
+
+@pytest.mark.parametrize("verify", [True, False], ids=["checksum", "no-checksum"])
 @pytest.mark.parametrize("temperature", ["warm", "cold"])
 @pytest.mark.parametrize("batch", BATCHES)
 def test_get_ours(benchmark, rig: Rigged, batch: int, temperature: str, verify: bool) -> None:
-    _info(benchmark, rig, f"get-{temperature}", batch, "ours" if verify else "ours-nocrc")
+    _info(benchmark, rig, f"get-{temperature}", batch, "ours" if verify else "ours-unverified")
     backend = rig.backend if verify else rig.unverified
     transfers = rig.transfers(batch)
     assert all(all(v) for v in backend.batch_set_v2(transfers).values())
@@ -157,6 +189,14 @@ def test_set_upstream(benchmark, rig: Rigged, upstream: Upstream, batch: int) ->
     transfers = rig.transfers(batch)
     _accepted(upstream, upstream.set(transfers), batch)
     benchmark(upstream.set, transfers)
+
+
+@pytest.mark.parametrize("batch", BATCHES)
+def test_set_fresh_upstream(benchmark, rig: Rigged, upstream: Upstream, batch: int) -> None:
+    _info(benchmark, rig, "set-fresh", batch, upstream.impl)
+    _accepted(upstream, upstream.set(rig.transfers(batch, "probe")), batch)
+    flags = benchmark.pedantic(upstream.set, setup=_fresh(rig, batch, "fresh"), rounds=FRESH)
+    _accepted(upstream, flags, batch)
 
 
 @pytest.mark.parametrize("temperature", ["warm", "cold"])

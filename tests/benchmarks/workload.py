@@ -79,8 +79,8 @@ class Rigged:
     def direct(self) -> bool:
         return self.mode == "direct"
 
-    def transfers(self, batch: int) -> list[PoolTransfer]:
-        keys = [f"page-{i:04d}" for i in range(batch)]
+    def transfers(self, batch: int, prefix: str = "page") -> list[PoolTransfer]:
+        keys = [f"{prefix}-{i:04d}" for i in range(batch)]
         return [
             PoolTransfer(
                 name=name, keys=keys, host_indices=torch.arange(batch * pool.page_size, dtype=torch.int64)
@@ -112,6 +112,25 @@ class Rigged:
         agent = lane.agent
         reg = agent.register_memory([(0, 0, fd, "") for fd in sorted({i.fd for i in items})], "FILE")
         return agent, (agent.get_xfer_descs(dram, "DRAM"), agent.get_xfer_descs(file, "FILE")), reg
+
+    def fresh_plans(self, batch: int, rounds: int) -> tuple[Any, list[tuple[Any, Any]], Any]:
+        """Our batch's descriptors, shifted to a new extent of one growing file for every round.
+
+        The limit for writes that never overwrite: what any store pays that keeps old versions
+        until a new one is whole. The file is sized up front, outside the timed region.
+        """
+        lane = self.backend._lanes["WRITE"]
+        items = self.items_in_one_file(batch, "fresh")
+        extent = self.backend._lay_out(items)
+        os.ftruncate(items[0].fd, extent * rounds)
+        agent = lane.agent
+        plans = []
+        for r in range(rounds):
+            for item in items:
+                item.offset += extent if r else 0
+            dram, file = self.backend._descriptors(lane, items, writing=True)
+            plans.append((agent.get_xfer_descs(dram, "DRAM"), agent.get_xfer_descs(file, "FILE")))
+        return agent, plans, agent.register_memory([(0, 0, items[0].fd, "")], "FILE")
 
     def close(self) -> None:
         for fd in self.raw_fds:

@@ -8,6 +8,7 @@ lacks as its reason, and the run ends with a list of every such skip.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,10 @@ class BackendSpec:
     entry to one I/O mode) to the reason a property is expected to fail: each becomes
     ``xfail(strict=True)``, so a fixed defect turns the run red. ``intermittent_defects`` has the
     same form, for defects a property catches only when a race or a kill lands just so; those
-    become non-strict xfails, since a pass proves nothing there.
+    become non-strict xfails, since a pass proves nothing there. ``session``, when given, is
+    entered once per test session (per xdist worker) around the whole run: a backend whose store
+    is a service starts or finds it there, and publishes where it is through the environment, so
+    the suite's child processes reach the same one.
     """
 
     name: str
@@ -96,6 +100,7 @@ class BackendSpec:
     build_pool: PoolBuilder | None = None
     known_defects: Mapping[str, str] = field(default_factory=dict)
     intermittent_defects: Mapping[str, str] = field(default_factory=dict)
+    session: Callable[[], AbstractContextManager[None]] | None = None
 
     def known_defect(self, test_id: str, mode: str) -> tuple[str, bool] | None:
         """``(reason, strict)`` where a declared defect covers ``test_id`` in ``mode``, else None."""

@@ -7,6 +7,7 @@ mix the suite into its own tests.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import tempfile
@@ -115,7 +116,9 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
     """The backend under test, as chosen with ``--backend``."""
     if _target_key not in request.config.stash:
         pytest.skip("no backend chosen: run with --backend=NAME")
-    yield request.config.stash[_target_key]
+    target = request.config.stash[_target_key]
+    with target.spec.session() if target.spec.session else contextlib.nullcontext():
+        yield target
 
 
 @pytest.hookimpl(hookwrapper=True)

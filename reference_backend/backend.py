@@ -155,18 +155,24 @@ class NixlBackend:
         storage_config: HiCacheStorageConfig,
         location: str | os.PathLike[str] | dict[str, Any] | None = None,
     ) -> None:
-        self.storage_config = storage_config
         self.settings = BackendConfig.from_extra(storage_config.extra_config, location)
+        self._setup(storage_config, self.settings.verify, "POSIX", self.settings.plugin_params())
         self.root = str(self.settings.storage_dir)
         os.makedirs(self.root, exist_ok=True)
-        params = self.settings.plugin_params()
-        self._lanes = {op: _Lane(agents.acquire(params)) for op in ("WRITE", "READ")}
         self._log = SegmentLog(
             self.root,
             direct=self.settings.direct_io,
             fsync=self.settings.fsync,
             segment_bytes=self.settings.segment_bytes,
         )
+
+    def _setup(
+        self, storage_config: HiCacheStorageConfig, verify: bool, plugin: str, params: dict[str, str]
+    ) -> None:
+        """What every NIXL target shares: two lanes of agents, the pools, and the checksum switch."""
+        self.storage_config = storage_config
+        self.verify = verify
+        self._lanes = {op: _Lane(agents.acquire(params, plugin)) for op in ("WRITE", "READ")}
         self._pools: dict[str, _Pool] = {}
         self._dram_regs: list[tuple[Any, Any]] = []
         self._scopes: dict[str, Scope] = {}
@@ -303,7 +309,7 @@ class NixlBackend:
         """Check the checksum the commit promised; for staged pools, scatter bytes into host slots."""
         pool = item.pool
         payload = self._payload(item)
-        if item.checksum is not None and self.settings.verify and checksum_of(payload) != item.checksum:
+        if item.checksum is not None and self.verify and checksum_of(payload) != item.checksum:
             return False
         if pool.zero_copy:
             return True
@@ -329,7 +335,7 @@ class NixlBackend:
             state = agent.transfer(handle)
             if op == "WRITE":  # checksum what is being written while the kernel writes it
                 for item in items:
-                    item.checksum = checksum_of(self._payload(item)) if self.settings.verify else None
+                    item.checksum = checksum_of(self._payload(item)) if self.verify else None
             while state == "PROC":
                 state = agent.check_xfer_state(handle)
             return bool(state == "DONE")
@@ -339,13 +345,18 @@ class NixlBackend:
             if handle is not None:
                 agent.release_xfer_handle(handle)
 
-    def _transfer(self, lane: _Lane, op: str, items: list[_Item]) -> list[bool]:
-        """Move every item in one transfer; on failure retry page by page for exact results."""
+    def _transfer(
+        self, lane: _Lane, op: str, items: list[_Item], then: Callable[[_Item], bool] = lambda item: True
+    ) -> dict[int, bool]:
+        """Move every item in one transfer and finish each with ``then``; on failure, item by item.
+
+        Each retried item is finished before the next retry reuses the staging buffer.
+        """
         if not items:
-            return []
+            return {}
         if self._submit(lane, op, items):
-            return [True] * len(items)
-        return [self._submit(lane, op, [item]) for item in items]
+            return {id(i): then(i) for i in items}
+        return {id(i): self._submit(lane, op, [i]) and then(i) for i in items}
 
     # -- set / get ---------------------------------------------------------------------------
 
@@ -408,7 +419,6 @@ class NixlBackend:
     def _read(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
         lane = self._lanes["READ"]
         items = [i for plan in plans if plan for i in plan]
-        ok: dict[int, bool] = {}
         with lane.lock:
             ready: list[_Item] = []
             for item, loc in zip(items, self._log.locate([i.digest for i in items])):
@@ -417,8 +427,7 @@ class NixlBackend:
                 if self._log.register(loc.segment, lane.agent):
                     item.fd, item.offset, item.checksum = loc.segment.fd, loc.offset, loc.checksum
                     ready.append(item)
-            for item, moved in zip(ready, self._transfer(lane, "READ", ready)):
-                ok[id(item)] = moved and self._stage_in(item)
+            ok = self._transfer(lane, "READ", ready, self._stage_in)
         return [[ok.get(id(i), False) for i in plan] if plan is not None else [] for plan in plans]
 
     @staticmethod

@@ -13,10 +13,11 @@ from typing import Any
 from sglang.srt.mem_cache.hicache_storage import HiCacheStorage
 
 from reference_backend.backend import NixlBackend
+from reference_backend.obj import NixlObjBackend
 
 
-class HiCacheNixlReference(NixlBackend, HiCacheStorage):
-    """``--hicache-storage-backend dynamic`` target; see the README for the extra_config."""
+class _BatchOnly:
+    """SGLang's legacy single-key API, refused: the controller drives storage through batch_*_v1/v2."""
 
     def get(self, key: str, target_location: Any = None, target_sizes: Any = None) -> Any:
         raise NotImplementedError("the legacy single-key API is not supported; use batch_*_v1/v2")
@@ -33,7 +34,15 @@ class HiCacheNixlReference(NixlBackend, HiCacheStorage):
         raise NotImplementedError("the legacy single-key API is not supported; use batch_*_v1/v2")
 
     def exists(self, key: str) -> bool:
-        return self.batch_exists([key]) == 1
+        return bool(self.batch_exists([key]) == 1)  # type: ignore[attr-defined]
 
     def get_stats(self) -> dict[str, int]:
-        return {"objects": self.stored_object_count()}
+        return {"objects": self.stored_object_count()}  # type: ignore[attr-defined]
+
+
+class HiCacheNixlReference(_BatchOnly, NixlBackend, HiCacheStorage):
+    """``--hicache-storage-backend dynamic`` target on files; see the README for the extra_config."""
+
+
+class HiCacheNixlObjReference(_BatchOnly, NixlObjBackend, HiCacheStorage):
+    """``--hicache-storage-backend dynamic`` target on an S3 bucket; see the README."""

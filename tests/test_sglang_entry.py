@@ -8,6 +8,7 @@ then hands it SGLang's host pools and ``PoolTransfer``s. Skipped without the ups
 from __future__ import annotations
 
 import importlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +82,44 @@ def test_sglangs_dynamic_loader_builds_a_backend_that_round_trips_its_own_pools(
     )
     assert backend.batch_exists_v2(keys, [window]).kv_hit_pages == 2
     backend.close()
+
+
+def test_sglangs_dynamic_loader_builds_the_object_store_target(sg: Any, tmp_path: Path) -> None:
+    """The same path for the S3 target, configured as an SGLang user writes it."""
+    pytest.importorskip("moto", reason="needs the obj extra (moto, boto3)")
+    from reference_backend.s3server import ensure_endpoint
+
+    factory = importlib.import_module("sglang.srt.mem_cache.storage.backend_factory").StorageBackendFactory
+    with ensure_endpoint():
+        obj = {
+            "active": True,
+            "bucket": os.environ["HICACHE_S3_BUCKET"],
+            "endpoint_override": os.environ["HICACHE_S3_ENDPOINT"],
+            "access_key": os.environ["AWS_ACCESS_KEY_ID"],
+            "secret_key": os.environ["AWS_SECRET_ACCESS_KEY"],
+        }
+        extra = {
+            "backend_name": "nixl-reference-s3",
+            "module_path": "reference_backend.sglang_entry",
+            "class_name": "HiCacheNixlObjReference",
+            "plugin": {"obj": obj},
+            "prefix": f"sglang-entry/{tmp_path.name}",
+        }
+        config = sg.HiCacheStorageConfig(
+            tp_rank=0, tp_size=1, pp_rank=0, pp_size=1, attn_cp_rank=0, attn_cp_size=1,
+            is_mla_model=False, enable_storage_metrics=False, is_page_first_layout=True,
+            model_name="m", extra_config=extra,
+        )  # fmt: skip
+        kv = build_pool(load_geometry("qwen3_next_hybrid").kv, layout="page_first", page_num=4)
+        backend = factory.create_backend("dynamic", config, upstream_of(kv))
+        entry = importlib.import_module("reference_backend.sglang_entry")
+        assert isinstance(backend, entry.HiCacheNixlObjReference)
+        backend.register_mem_pool_host(upstream_of(kv))
+        written = render_page(kv, 5, 2)
+        kv.write_page(0, written)
+        assert backend.batch_set_v1(["h0"], torch.arange(kv.page_size)) == [True]
+        assert backend.exists("h0") and not backend.exists("h1")
+        assert backend.batch_get_v1(["h0"], torch.arange(kv.page_size, 2 * kv.page_size)) == [True]
+        assert byte_difference(kv.read_page(kv.page_size), written) is None
+        backend.clear()
+        backend.close()

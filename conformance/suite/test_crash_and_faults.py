@@ -164,6 +164,7 @@ def test_a_read_only_store_refuses_writes_and_keeps_its_entries(target: Target) 
     where a set of a stored key writes nothing.
     """
     target.require("persistence", "the writer runs in its own process")
+    target.require("stores_files", "the suite makes the store's folder read-only")
     keys = [f"ro-{i}" for i in range(3)]
     new_keys = [f"ro-new-{i}" for i in range(2)]
     geometry = load_geometry(LIMIT_FAMILY)

@@ -47,6 +47,17 @@ def hybrid_pools(page_num: int = PAGES) -> dict[PoolName, HostPoolDouble]:
     }
 
 
+def transfers(pools: dict[PoolName, HostPoolDouble], batch: int, prefix: str = "page") -> list[PoolTransfer]:
+    """One hybrid batch: pages 0..batch-1 of every pool, under keys ``prefix-0000``..."""
+    keys = [f"{prefix}-{i:04d}" for i in range(batch)]
+    return [
+        PoolTransfer(
+            name=name, keys=keys, host_indices=torch.arange(batch * pool.page_size, dtype=torch.int64)
+        )
+        for name, pool in pools.items()
+    ]
+
+
 def config(mode: str, queue: str, verify: bool = True) -> HiCacheStorageConfig:
     return HiCacheStorageConfig(
         0,
@@ -80,13 +91,7 @@ class Rigged:
         return self.mode == "direct"
 
     def transfers(self, batch: int, prefix: str = "page") -> list[PoolTransfer]:
-        keys = [f"{prefix}-{i:04d}" for i in range(batch)]
-        return [
-            PoolTransfer(
-                name=name, keys=keys, host_indices=torch.arange(batch * pool.page_size, dtype=torch.int64)
-            )
-            for name, pool in self.pools.items()
-        ]
+        return transfers(self.pools, batch, prefix)
 
     def items_in_one_file(self, batch: int, folder: str) -> list[_Item]:
         """The items our batch plans, at the offsets our extent gives them, in one pre-sized file."""

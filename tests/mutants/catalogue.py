@@ -145,7 +145,7 @@ class NoReadVerification(NixlBackend):
 
     def __init__(self, config: HiCacheStorageConfig, location: Any = None) -> None:
         super().__init__(config, location)
-        self.settings = replace(self.settings, verify=False)
+        self.verify = False
 
 
 STAGING_IN_POOL_DTYPE = _spec(StagingInPoolDtype)

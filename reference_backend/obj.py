@@ -1,0 +1,300 @@
+"""``NixlObjBackend``: the reference backend on an S3-compatible object store, through NIXL's OBJ plugin.
+
+When L3 outgrows one machine's disk it lives on shared storage. The OBJ plugin speaks S3, so
+entries can sit in Ceph RGW, MinIO or AWS S3 with no network code of ours on the data path.
+
+S3 has no append and no partial write: one NIXL write descriptor PUTs one whole object. So the
+store is one object per entry, named by the entry's digest (keys never reach object names):
+
+    [512-byte header: magic, entry digest, geometry tag, payload bytes, XXH3-64][record][tail]
+
+A PUT is atomic, so an object is whole or absent, whoever is killed when; a newer version
+replaces the old one at once. Every page is staged into a raw-byte buffer (an object is one
+contiguous piece of memory) and a batch is one NIXL transfer of many objects, which the plugin
+moves in parallel. Reads GET the whole object into staging, check the header, the tail and the
+checksum, and scatter. The tail (magic and digest again) is there because the plugin reports a GET
+past an object's end as done: only a whole object ends with it. Listing and deleting (``clear``,
+``stored_object_count``) are not data movement and NIXL has no verb for them; they go through
+boto3.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import os
+import struct
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from conformance.capabilities import SIDE_POOLS, BackendSpec, Capabilities
+from conformance.interface import HiCacheStorageConfig, PoolHitPolicy
+from reference_backend import __version__, agents
+from reference_backend.backend import NixlBackend, _by_pool, _Item, _Lane
+from reference_backend.record import UNIT, checksum_of, pad
+
+MAGIC = b"HCO1"
+HAS_SUM = 1
+# magic, flags, entry digest, geometry tag, payload bytes, payload XXH3-64
+_HEAD = struct.Struct("<4sI16sIQQ")
+TAIL_MAGIC = b"HCOT"
+_TAIL = struct.Struct("<4s16s")
+ENDPOINT_ENV = "HICACHE_S3_ENDPOINT"
+BUCKET_ENV = "HICACHE_S3_BUCKET"
+_PLUGIN_KEYS = (
+    "bucket",
+    "endpoint_override",
+    "scheme",
+    "region",
+    "access_key",
+    "secret_key",
+    "session_token",
+    "use_virtual_addressing",
+    "req_checksum",
+)
+
+
+@dataclass(frozen=True)
+class ObjConfig:
+    """The OBJ plugin's parameters as SGLang users write them, plus where in the bucket we live.
+
+    ``extra_config`` takes upstream HiCacheNixl's form, ``{"plugin": {"obj": {"active": true,
+    "bucket": ..., "endpoint_override": ..., "access_key": ..., "secret_key": ...}}}``, or the
+    same keys flat; ours add ``prefix`` (object names start with it) and ``verify``.
+    """
+
+    params: tuple[tuple[str, str], ...]
+    prefix: str
+    verify: bool = True
+
+    @classmethod
+    def from_extra(cls, extra: dict[str, Any] | None, location: Any = None) -> ObjConfig:
+        extra = dict(extra or {})
+        plugin = extra.get("plugin")
+        source = dict(plugin.get("obj", {})) if isinstance(plugin, dict) else extra
+        params = {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in source.items()}
+        params = {k: v for k, v in params.items() if k in _PLUGIN_KEYS}
+        if "endpoint_override" in params and "scheme" not in params:
+            params["scheme"] = params["endpoint_override"].split(":", 1)[0]
+        if "bucket" not in params and not os.environ.get("AWS_DEFAULT_BUCKET"):
+            raise ValueError("the object store needs a bucket: extra_config bucket or AWS_DEFAULT_BUCKET")
+        if isinstance(location, dict):
+            location = location.get("storage_dir")
+        prefix = str(extra.get("prefix") or "")
+        if not prefix:  # one prefix per storage location, the same in every process
+            where = str(Path(location).resolve()) if location is not None else "default"
+            prefix = "hicache/" + hashlib.sha256(where.encode()).hexdigest()[:16]
+        verify = str(extra.get("verify", True)).strip().lower() not in ("0", "false", "no", "off")
+        return cls(tuple(sorted(params.items())), prefix.rstrip("/"), verify)
+
+    def client(self) -> Any:
+        """A boto3 S3 client on the same endpoint and credentials, for listing and deleting."""
+        import boto3
+
+        p = dict(self.params)
+        return boto3.client(
+            "s3",
+            endpoint_url=p.get("endpoint_override"),
+            aws_access_key_id=p.get("access_key"),
+            aws_secret_access_key=p.get("secret_key"),
+            aws_session_token=p.get("session_token"),
+            region_name=p.get("region", "us-east-1"),
+        )
+
+    @property
+    def bucket(self) -> str:
+        return dict(self.params).get("bucket") or os.environ["AWS_DEFAULT_BUCKET"]
+
+
+def header(item: _Item) -> bytes:
+    layout = item.pool.layout
+    flags = HAS_SUM if item.checksum is not None else 0
+    head = _HEAD.pack(MAGIC, flags, item.digest, layout.tag, layout.size, item.checksum or 0)
+    return head.ljust(UNIT, b"\x00")
+
+
+class NixlObjBackend(NixlBackend):
+    """HiCache v2 storage backend on an S3 bucket through NIXL's OBJ plugin."""
+
+    def __init__(self, storage_config: HiCacheStorageConfig, location: Any = None) -> None:
+        self.obj = ObjConfig.from_extra(storage_config.extra_config, location)
+        self._setup(storage_config, self.obj.verify, "OBJ", dict(self.obj.params))
+        self._s3: Any = None
+
+    def moves_in_place(self, host: Any) -> bool:
+        """An object is one contiguous piece of memory: every page is staged."""
+        return False
+
+    def object_name(self, item: _Item) -> str:
+        return f"{self.obj.prefix}/{item.digest.hex()}"
+
+    # -- the transfer ------------------------------------------------------------------------
+
+    def _descriptors(self, lane: _Lane, items: list[_Item], writing: bool) -> tuple[np.ndarray, np.ndarray]:
+        """One whole object per item: its header and record, back to back in the pool's staging."""
+        dram: list[tuple[int, int, int]] = []
+        obj: list[tuple[int, int, int]] = []
+        for name, group in _by_pool(items).items():
+            pool = group[0].pool
+            size = UNIT + pool.layout.size + _TAIL.size
+            base = lane.staging_for(name, pad(size * len(group))).data_ptr()
+            regions = pool.regions([i.start for i in group]) if pool.has_meta else []
+            per_page = len(pool.layout.region_sizes)
+            for n, item in enumerate(group):
+                item.slot = base + n * size + UNIT
+                item.regions = regions[n * per_page : (n + 1) * per_page]
+                if writing:
+                    self._stage_out(item)
+                    item.checksum = checksum_of(self._payload(item)) if self.verify else None
+                    ctypes.memmove(item.slot - UNIT, header(item), UNIT)
+                    tail = _TAIL.pack(TAIL_MAGIC, item.digest)
+                    ctypes.memmove(item.slot + pool.layout.size, tail, _TAIL.size)
+                else:
+                    ctypes.memset(item.slot - UNIT, 0, size)  # a short GET must not leave stale bytes
+                dram.append((item.slot - UNIT, size, 0))
+                obj.append((0, size, item.fd))
+        return np.array(dram, dtype=np.uint64), np.array(obj, dtype=np.uint64)
+
+    def _submit(self, lane: _Lane, op: str, items: list[_Item]) -> bool:
+        """One NIXL transfer of every item's object; True when every object moved whole."""
+        agent = lane.agent
+        for dev, item in enumerate(items):
+            item.fd = dev
+        names = agent.register_memory([(0, 0, i.fd, self.object_name(i)) for i in items], "OBJ")
+        handle = None
+        try:
+            dram, obj = self._descriptors(lane, items, writing=op == "WRITE")
+            handle = agent.initialize_xfer(
+                op, agent.get_xfer_descs(dram, "DRAM"), agent.get_xfer_descs(obj, "OBJ"), agent.name
+            )
+            state = agent.transfer(handle)
+            while state == "PROC":
+                state = agent.check_xfer_state(handle)
+            return bool(state == "DONE")
+        except Exception:  # NIXL raises its own binding errors for a failed or missing object
+            return False
+        finally:
+            if handle is not None:
+                agent.release_xfer_handle(handle)
+            agent.deregister_memory(names)
+
+    def _opened(self, item: _Item) -> bool:
+        """Check a fetched object's header: this entry, this geometry, and the promised checksum."""
+        layout = item.pool.layout
+        magic, flags, digest, tag, size, checksum = _HEAD.unpack(
+            ctypes.string_at(item.slot - UNIT, _HEAD.size)
+        )
+        if (magic, digest, tag, size) != (MAGIC, item.digest, layout.tag, layout.size):
+            return False
+        if ctypes.string_at(item.slot + layout.size, _TAIL.size) != _TAIL.pack(TAIL_MAGIC, item.digest):
+            return False  # a short object: the GET stopped before its end
+        item.checksum = checksum if flags & HAS_SUM else None
+        return self._stage_in(item)
+
+    # -- set / get / exists --------------------------------------------------------------------
+
+    def _write(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
+        lane = self._lanes["WRITE"]
+        items = [i for plan in plans if plan for i in plan]
+        with lane.lock:
+            stored = self._transfer(lane, "WRITE", items)
+        return [[stored[id(i)] for i in plan] if plan is not None else [] for plan in plans]
+
+    def _read(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
+        lane = self._lanes["READ"]
+        items = [i for plan in plans if plan for i in plan]
+        with lane.lock:
+            ok = self._transfer(lane, "READ", items, self._opened)
+        return [[ok[id(i)] for i in plan] if plan is not None else [] for plan in plans]
+
+    def _present(self, name: str, keys: Any) -> list[bool]:
+        pool = self._pools.get(name)
+        keys = list(keys)
+        if pool is None or self._closed or not keys:
+            return [False for _ in keys]
+        named = [isinstance(k, str) for k in keys]
+        objects = [f"{self.obj.prefix}/{self.digest(name, k).hex()}" for k, ok in zip(keys, named) if ok]
+        lane = self._lanes["READ"]  # a HEAD per object, on the read lane's agent
+        with lane.lock:
+            try:
+                found = lane.agent.query_memory([(0, 0, 0, o) for o in objects], "OBJ", "OBJ")
+            except Exception:  # an unreachable store answers nothing
+                return [False for _ in keys]
+        answers = iter(f is not None for f in found)
+        return [ok and next(answers) for ok in named]
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def _client(self) -> Any:
+        if self._s3 is None:
+            self._s3 = self.obj.client()
+        return self._s3
+
+    def _names(self) -> list[str]:
+        pages = self._client().get_paginator("list_objects_v2")
+        return [
+            o["Key"]
+            for page in pages.paginate(Bucket=self.obj.bucket, Prefix=self.obj.prefix + "/")
+            for o in page.get("Contents", [])
+        ]
+
+    def clear(self) -> bool:
+        """Delete every object under our prefix."""
+        names = self._names()
+        for lo in range(0, len(names), 1000):
+            batch = [{"Key": n} for n in names[lo : lo + 1000]]
+            self._client().delete_objects(Bucket=self.obj.bucket, Delete={"Objects": batch})
+        return True
+
+    def stored_object_count(self) -> int:
+        return len(self._names())
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with self._lanes["WRITE"].lock, self._lanes["READ"].lock:
+            for lane in self._lanes.values():
+                lane.close()
+            self._pools.clear()
+        for lane in self._lanes.values():
+            agents.release(lane.agent)
+        with contextlib.suppress(Exception):
+            if self._s3 is not None:
+                self._s3.close()
+
+
+def _factory(config: HiCacheStorageConfig, storage_dir: Path) -> NixlObjBackend:
+    """The suite's factory: the endpoint and bucket come from the environment (see ``s3server``)."""
+    extra = dict(config.extra_config or {})
+    if "plugin" not in extra and "endpoint_override" not in extra:
+        extra.setdefault("bucket", os.environ.get(BUCKET_ENV, "hicache-conformance"))
+        extra.setdefault("endpoint_override", os.environ[ENDPOINT_ENV])
+        extra.setdefault("access_key", os.environ.get("AWS_ACCESS_KEY_ID", "testing"))
+        extra.setdefault("secret_key", os.environ.get("AWS_SECRET_ACCESS_KEY", "testing"))
+        extra.setdefault("region", os.environ.get("AWS_REGION", "us-east-1"))
+    return NixlObjBackend(replace(config, extra_config=extra), storage_dir)
+
+
+def _session() -> contextlib.AbstractContextManager[None]:
+    from reference_backend.s3server import ensure_endpoint
+
+    return ensure_endpoint()
+
+
+CAPABILITIES = Capabilities(
+    v1_kv=True,
+    kv_through_v2=True,
+    side_pools=SIDE_POOLS,
+    hit_policies=frozenset(PoolHitPolicy),
+    persistence=True,
+    concurrent=True,
+    multiprocess=True,
+    enumerates_objects=True,
+)
+
+SPEC = BackendSpec("nixl-obj", _factory, CAPABILITIES, version=__version__, session=_session)

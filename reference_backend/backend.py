@@ -113,6 +113,22 @@ class _Item:
     regions: list[tuple[int, int]] = field(default_factory=list)
 
 
+def _all_or_each(
+    items: list[_Item],
+    attempt: Callable[[list[_Item]], bool],
+    then: Callable[[_Item], bool] = lambda item: True,
+) -> dict[int, bool]:
+    """Try every item in one ``attempt`` and finish each with ``then``; if that fails, each item on
+    its own, finished before the next attempt reuses the staging buffers. A lone item is tried once."""
+    if not items:
+        return {}
+    if attempt(items):
+        return {id(i): then(i) for i in items}
+    if len(items) == 1:
+        return {id(items[0]): False}
+    return {id(i): attempt([i]) and then(i) for i in items}
+
+
 def _by_pool(items: list[_Item]) -> dict[str, list[_Item]]:
     """Items grouped by pool, pools in order of first appearance."""
     groups: dict[str, list[_Item]] = {}
@@ -149,6 +165,9 @@ class _Lane:
 
 class NixlBackend:
     """HiCache v2 storage backend on NIXL POSIX file targets."""
+
+    REMOTE = "FILE"
+    """NIXL's memory type of the storage side of a transfer."""
 
     def __init__(
         self,
@@ -258,17 +277,11 @@ class NixlBackend:
         """
         dram: list[tuple[int, int, int]] = []
         file: list[tuple[int, int, int]] = []
-        for name, group in _by_pool(items).items():
+        for group in _by_pool(items).values():
             pool = group[0].pool
             size = pool.layout.size
-            base = 0 if pool.zero_copy else lane.staging_for(name, pad(size * len(group), BLOCK)).data_ptr()
-            regions = pool.regions([i.start for i in group]) if pool.has_meta else []
-            per_page = len(pool.layout.region_sizes)
+            self._prepare(lane, group, size, writing)
             for n, item in enumerate(group):
-                item.slot = base + n * size
-                item.regions = regions[n * per_page : (n + 1) * per_page]
-                if writing:
-                    self._stage_out(item)
                 if pool.zero_copy:
                     for (ptr, nbytes), off in zip(item.regions, pool.layout.offsets):
                         dram.append((ptr, nbytes, 0))
@@ -284,6 +297,19 @@ class NixlBackend:
                 dram[-1] = (dram[-1][0], whole, 0)
                 file[-1] = (file[-1][0], whole, file[-1][2])
         return np.array(dram, dtype=np.uint64), np.array(file, dtype=np.uint64)
+
+    def _prepare(self, lane: _Lane, group: list[_Item], slot: int, writing: bool, lead: int = 0) -> None:
+        """Give one pool's items their region addresses and staging slots ``slot`` bytes apart (each
+        page's bytes ``lead`` bytes into its slot); copy staged pages into them for a write."""
+        pool = group[0].pool
+        base = 0 if pool.zero_copy else lane.staging_for(pool.name, pad(slot * len(group), BLOCK)).data_ptr()
+        regions = pool.regions([i.start for i in group]) if pool.has_meta else []
+        per_page = len(pool.layout.region_sizes)
+        for n, item in enumerate(group):
+            item.slot = base + n * slot + lead
+            item.regions = regions[n * per_page : (n + 1) * per_page]
+            if writing:
+                self._stage_out(item)
 
     def _payload(self, item: _Item) -> list[tuple[int, int]]:
         """Where the page's bytes are, region by region: host memory, or the staging slot."""
@@ -325,17 +351,15 @@ class NixlBackend:
 
     def _submit(self, lane: _Lane, op: str, items: list[_Item]) -> bool:
         """One NIXL transfer covering every item; True when every byte moved."""
-        dram, file = self._descriptors(lane, items, writing=op == "WRITE")
+        dram, remote = self._descriptors(lane, items, writing=op == "WRITE")
         agent = lane.agent
         handle = None
         try:
             handle = agent.initialize_xfer(
-                op, agent.get_xfer_descs(dram, "DRAM"), agent.get_xfer_descs(file, "FILE"), agent.name
+                op, agent.get_xfer_descs(dram, "DRAM"), agent.get_xfer_descs(remote, self.REMOTE), agent.name
             )
             state = agent.transfer(handle)
-            if op == "WRITE":  # checksum what is being written while the kernel writes it
-                for item in items:
-                    item.checksum = checksum_of(self._payload(item)) if self.verify else None
+            self._while_moving(op, items)
             while state == "PROC":
                 state = agent.check_xfer_state(handle)
             return bool(state == "DONE")
@@ -345,18 +369,17 @@ class NixlBackend:
             if handle is not None:
                 agent.release_xfer_handle(handle)
 
+    def _while_moving(self, op: str, items: list[_Item]) -> None:
+        """Checksum what is being written while the kernel writes it."""
+        if op == "WRITE":
+            for item in items:
+                item.checksum = checksum_of(self._payload(item)) if self.verify else None
+
     def _transfer(
         self, lane: _Lane, op: str, items: list[_Item], then: Callable[[_Item], bool] = lambda item: True
     ) -> dict[int, bool]:
-        """Move every item in one transfer and finish each with ``then``; on failure, item by item.
-
-        Each retried item is finished before the next retry reuses the staging buffer.
-        """
-        if not items:
-            return {}
-        if self._submit(lane, op, items):
-            return {id(i): then(i) for i in items}
-        return {id(i): self._submit(lane, op, [i]) and then(i) for i in items}
+        """Move every item in one transfer and finish each with ``then``; on failure, item by item."""
+        return _all_or_each(items, lambda batch: self._submit(lane, op, batch), then)
 
     # -- set / get ---------------------------------------------------------------------------
 
@@ -372,11 +395,7 @@ class NixlBackend:
 
     def _append(self, lane: _Lane, items: list[_Item]) -> dict[int, bool]:
         """Append every item as one extent; on failure, each item as its own, for exact results."""
-        if not items or self._append_extent(lane, items):
-            return dict.fromkeys(map(id, items), True)
-        if len(items) == 1:
-            return {id(items[0]): False}
-        return {id(item): self._append_extent(lane, [item]) for item in items}
+        return _all_or_each(items, lambda batch: self._append_extent(lane, batch))
 
     @staticmethod
     def _lay_out(items: list[_Item]) -> int:
@@ -477,9 +496,13 @@ class NixlBackend:
         if pool is None or self._closed:
             return [False for _ in keys]
         named = [isinstance(k, str) for k in keys]
-        found = self._log.locate([self.digest(name, k) for k, ok in zip(keys, named) if ok])
-        shapes = iter((loc.size, loc.tag) if loc is not None else None for loc in found)
-        return [ok and next(shapes) == (pool.layout.size, pool.layout.tag) for ok in named]
+        found = iter(self._stored(pool, [self.digest(name, k) for k, ok in zip(keys, named) if ok]))
+        return [ok and next(found) for ok in named]
+
+    def _stored(self, pool: _Pool, digests: list[bytes]) -> list[bool]:
+        """Whether each entry is whole on disk, in this pool's geometry."""
+        shape = (pool.layout.size, pool.layout.tag)
+        return [loc is not None and (loc.size, loc.tag) == shape for loc in self._log.locate(digests)]
 
     def batch_exists(self, keys: list[str], extra_info: HiCacheStorageExtraInfo | None = None) -> int:
         present = self._present(KV, keys)
@@ -551,7 +574,7 @@ class NixlBackend:
             return
         self._closed = True
         with self._lanes["WRITE"].lock, self._lanes["READ"].lock:
-            self._log.close()
+            self._close_store()
             for lane in self._lanes.values():
                 lane.close()
             for agent, reg in self._dram_regs:
@@ -560,6 +583,10 @@ class NixlBackend:
             self._pools.clear()
         for lane in self._lanes.values():
             agents.release(lane.agent)
+
+    def _close_store(self) -> None:
+        """Seal and release the segment log; both lanes are held."""
+        self._log.close()
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):

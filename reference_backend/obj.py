@@ -31,11 +31,12 @@ from typing import Any
 
 import numpy as np
 
-from conformance.capabilities import SIDE_POOLS, BackendSpec, Capabilities
-from conformance.interface import HiCacheStorageConfig, PoolHitPolicy
-from reference_backend import __version__, agents
+from conformance.capabilities import BackendSpec
+from conformance.interface import HiCacheStorageConfig
+from reference_backend import __version__
+from reference_backend.backend import CAPABILITIES as FILE_CAPABILITIES
 from reference_backend.backend import NixlBackend, _by_pool, _Item, _Lane
-from reference_backend.record import UNIT, checksum_of, pad
+from reference_backend.record import UNIT, checksum_of
 
 MAGIC = b"HCO1"
 HAS_SUM = 1
@@ -120,6 +121,8 @@ def header(item: _Item) -> bytes:
 class NixlObjBackend(NixlBackend):
     """HiCache v2 storage backend on an S3 bucket through NIXL's OBJ plugin."""
 
+    REMOTE = "OBJ"
+
     def __init__(self, storage_config: HiCacheStorageConfig, location: Any = None) -> None:
         self.obj = ObjConfig.from_extra(storage_config.extra_config, location)
         self._setup(storage_config, self.obj.verify, "OBJ", dict(self.obj.params))
@@ -129,30 +132,25 @@ class NixlObjBackend(NixlBackend):
         """An object is one contiguous piece of memory: every page is staged."""
         return False
 
-    def object_name(self, item: _Item) -> str:
-        return f"{self.obj.prefix}/{item.digest.hex()}"
+    def object_name(self, digest: bytes) -> str:
+        return f"{self.obj.prefix}/{digest.hex()}"
 
     # -- the transfer ------------------------------------------------------------------------
 
     def _descriptors(self, lane: _Lane, items: list[_Item], writing: bool) -> tuple[np.ndarray, np.ndarray]:
-        """One whole object per item: its header and record, back to back in the pool's staging."""
+        """One whole object per item: its header, record and tail, back to back in the pool's staging."""
         dram: list[tuple[int, int, int]] = []
         obj: list[tuple[int, int, int]] = []
-        for name, group in _by_pool(items).items():
-            pool = group[0].pool
-            size = UNIT + pool.layout.size + _TAIL.size
-            base = lane.staging_for(name, pad(size * len(group))).data_ptr()
-            regions = pool.regions([i.start for i in group]) if pool.has_meta else []
-            per_page = len(pool.layout.region_sizes)
-            for n, item in enumerate(group):
-                item.slot = base + n * size + UNIT
-                item.regions = regions[n * per_page : (n + 1) * per_page]
+        for group in _by_pool(items).values():
+            layout = group[0].pool.layout
+            size = UNIT + layout.size + _TAIL.size
+            self._prepare(lane, group, size, writing, lead=UNIT)
+            for item in group:
                 if writing:
-                    self._stage_out(item)
                     item.checksum = checksum_of(self._payload(item)) if self.verify else None
                     ctypes.memmove(item.slot - UNIT, header(item), UNIT)
                     tail = _TAIL.pack(TAIL_MAGIC, item.digest)
-                    ctypes.memmove(item.slot + pool.layout.size, tail, _TAIL.size)
+                    ctypes.memmove(item.slot + layout.size, tail, _TAIL.size)
                 else:
                     ctypes.memset(item.slot - UNIT, 0, size)  # a short GET must not leave stale bytes
                 dram.append((item.slot - UNIT, size, 0))
@@ -160,27 +158,18 @@ class NixlObjBackend(NixlBackend):
         return np.array(dram, dtype=np.uint64), np.array(obj, dtype=np.uint64)
 
     def _submit(self, lane: _Lane, op: str, items: list[_Item]) -> bool:
-        """One NIXL transfer of every item's object; True when every object moved whole."""
+        """One NIXL transfer of every item's object, each object registered under its name for it."""
         agent = lane.agent
         for dev, item in enumerate(items):
             item.fd = dev
-        names = agent.register_memory([(0, 0, i.fd, self.object_name(i)) for i in items], "OBJ")
-        handle = None
+        names = agent.register_memory([(0, 0, i.fd, self.object_name(i.digest)) for i in items], "OBJ")
         try:
-            dram, obj = self._descriptors(lane, items, writing=op == "WRITE")
-            handle = agent.initialize_xfer(
-                op, agent.get_xfer_descs(dram, "DRAM"), agent.get_xfer_descs(obj, "OBJ"), agent.name
-            )
-            state = agent.transfer(handle)
-            while state == "PROC":
-                state = agent.check_xfer_state(handle)
-            return bool(state == "DONE")
-        except Exception:  # NIXL raises its own binding errors for a failed or missing object
-            return False
+            return super()._submit(lane, op, items)
         finally:
-            if handle is not None:
-                agent.release_xfer_handle(handle)
             agent.deregister_memory(names)
+
+    def _while_moving(self, op: str, items: list[_Item]) -> None:
+        """Nothing: an object's checksum is in its header, computed before the PUT."""
 
     def _opened(self, item: _Item) -> bool:
         """Check a fetched object's header: this entry, this geometry, and the promised checksum."""
@@ -211,21 +200,19 @@ class NixlObjBackend(NixlBackend):
             ok = self._transfer(lane, "READ", items, self._opened)
         return [[ok[id(i)] for i in plan] if plan is not None else [] for plan in plans]
 
-    def _present(self, name: str, keys: Any) -> list[bool]:
-        pool = self._pools.get(name)
-        keys = list(keys)
-        if pool is None or self._closed or not keys:
-            return [False for _ in keys]
-        named = [isinstance(k, str) for k in keys]
-        objects = [f"{self.obj.prefix}/{self.digest(name, k).hex()}" for k, ok in zip(keys, named) if ok]
-        lane = self._lanes["READ"]  # a HEAD per object, on the read lane's agent
+    def _stored(self, pool: Any, digests: list[bytes]) -> list[bool]:
+        """Whether each entry's object exists: a HEAD per object, on the read lane's agent."""
+        if not digests:
+            return []
+        lane = self._lanes["READ"]
         with lane.lock:
             try:
-                found = lane.agent.query_memory([(0, 0, 0, o) for o in objects], "OBJ", "OBJ")
+                found = lane.agent.query_memory(
+                    [(0, 0, 0, self.object_name(d)) for d in digests], "OBJ", "OBJ"
+                )
             except Exception:  # an unreachable store answers nothing
-                return [False for _ in keys]
-        answers = iter(f is not None for f in found)
-        return [ok and next(answers) for ok in named]
+                return [False for _ in digests]
+        return [f is not None for f in found]
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -253,16 +240,8 @@ class NixlObjBackend(NixlBackend):
     def stored_object_count(self) -> int:
         return len(self._names())
 
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        with self._lanes["WRITE"].lock, self._lanes["READ"].lock:
-            for lane in self._lanes.values():
-                lane.close()
-            self._pools.clear()
-        for lane in self._lanes.values():
-            agents.release(lane.agent)
+    def _close_store(self) -> None:
+        """Nothing to seal; drop the listing client."""
         with contextlib.suppress(Exception):
             if self._s3 is not None:
                 self._s3.close()
@@ -286,15 +265,14 @@ def _session() -> contextlib.AbstractContextManager[None]:
     return ensure_endpoint()
 
 
-CAPABILITIES = Capabilities(
-    v1_kv=True,
-    kv_through_v2=True,
-    side_pools=SIDE_POOLS,
-    hit_policies=frozenset(PoolHitPolicy),
-    persistence=True,
-    concurrent=True,
-    multiprocess=True,
-    enumerates_objects=True,
+CAPABILITIES = replace(
+    FILE_CAPABILITIES,
+    stores_files=False,
+    detects_corruption=False,
+    reports_transfer_mode=False,
+    io_modes={"default": {}},
+    direct_io_modes=frozenset(),
 )
+"""The file target's claims, less what a bucket cannot give the suite: files to damage, O_DIRECT."""
 
 SPEC = BackendSpec("nixl-obj", _factory, CAPABILITIES, version=__version__, session=_session)

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 from conformance.hostpools import MHAHostPool
 from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
@@ -18,8 +17,7 @@ pytest.importorskip("moto", reason="the object-store tests need the obj extra (m
 
 from reference_backend.obj import ENDPOINT_ENV, NixlObjBackend, ObjConfig, _factory
 from reference_backend.s3server import ensure_endpoint, moto_server
-
-PAGES = 4
+from tests.test_reference_backend import PAGES, indices, kv_pool
 
 
 @pytest.fixture(scope="module")
@@ -30,22 +28,6 @@ def endpoint() -> Iterator[str]:
 
 def config(**extra: Any) -> HiCacheStorageConfig:
     return HiCacheStorageConfig(0, 1, 0, 1, 0, 1, False, False, True, "org/model", extra_config=extra)
-
-
-def kv_pool() -> MHAHostPool:
-    return MHAHostPool(
-        layer_num=1,
-        head_num=1,
-        head_dim=256,
-        page_size=8,
-        page_num=PAGES,
-        dtype=torch.bfloat16,
-        layout="page_first",
-    )
-
-
-def indices(pool: MHAHostPool, pages: range | list[int]) -> torch.Tensor:
-    return torch.tensor([p * pool.page_size + t for p in pages for t in range(pool.page_size)])
 
 
 @pytest.fixture
@@ -101,7 +83,7 @@ def _s3(backend: NixlObjBackend) -> Any:
 
 
 def _object(backend: NixlObjBackend, key: str) -> str:
-    return f"{backend.obj.prefix}/{backend.digest(str(PoolName.KV), key).hex()}"
+    return backend.object_name(backend.digest(str(PoolName.KV), key))
 
 
 def test_an_object_under_another_entrys_name_is_refused(make) -> None:

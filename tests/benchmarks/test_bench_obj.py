@@ -45,7 +45,9 @@ class ObjRig:
         for dev, item in enumerate(items):
             item.fd = dev
         agent = lane.agent
-        names = agent.register_memory([(0, 0, i.fd, self.backend.object_name(i)) for i in items], "OBJ")
+        names = agent.register_memory(
+            [(0, 0, i.fd, self.backend.object_name(i.digest)) for i in items], "OBJ"
+        )
         dram, obj = self.backend._descriptors(lane, items, writing=True)
         return agent, (agent.get_xfer_descs(dram, "DRAM"), agent.get_xfer_descs(obj, "OBJ")), names
 

@@ -3,8 +3,8 @@ O_DIRECT's 0-byte files."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from conformance.capabilities import BackendSpec
 from conformance.interface import HiCacheStorageConfig
@@ -12,11 +12,8 @@ from reference_backend.backend import CAPABILITIES, NixlBackend
 
 
 class SizeBlindExistsBackend(NixlBackend):
-    def _present(self, name: str, keys: Iterable[str]) -> list[bool]:
-        keys = list(keys)
-        if name not in self._pools:
-            return [False] * len(keys)
-        return [loc is not None for loc in self._log.known([self.digest(name, k) for k in keys])]
+    def _stored(self, pool: Any, digests: list[bytes]) -> list[bool]:
+        return [loc is not None for loc in self._log.known(digests)]
 
 
 def _factory(config: HiCacheStorageConfig, storage_dir: Path) -> SizeBlindExistsBackend:

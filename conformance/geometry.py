@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-import fixtures
+import hicache_fixtures
 from conformance.hostpools import (
     DSAIndexerHostPool,
     HostPoolDouble,
@@ -148,7 +148,7 @@ class ModelGeometry:
 
 
 def load_geometry(family: str) -> ModelGeometry:
-    raw = fixtures.load_model(family)
+    raw = hicache_fixtures.load_model(family)
     pools = tuple(
         PoolSpec(
             name=PoolName(entry["name"]),
@@ -162,4 +162,4 @@ def load_geometry(family: str) -> ModelGeometry:
 
 
 def all_geometries() -> list[ModelGeometry]:
-    return [load_geometry(f) for f in fixtures.model_families()]
+    return [load_geometry(f) for f in hicache_fixtures.model_families()]

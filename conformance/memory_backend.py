@@ -1,8 +1,8 @@
 """A small, correct in-memory backend: the suite's model implementation and a quick target.
 
-It keeps each page as the raw bytes of the pool's flat page, keyed by a tuple that cannot
-collide: (config scope, pool, key). Instances built on the same storage location share one
-store, so the suite can restart it or add a second TP rank within a process.
+It keeps each page as the raw bytes of the pool's flat page, keyed by the entry SGLang's
+sharing rule names (:func:`conformance.sharing.entry_identity`). Instances built on the same
+storage location share one store, so the suite can restart it or add a second TP rank within a process.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from conformance.interface import (
     PoolTransferResult,
 )
 from conformance.oracle import expected_exists_v2, leading_run
+from conformance.sharing import entry_identity
 from conformance.validation import page_starts
 
 ObjectName = tuple[Any, ...]
@@ -55,12 +56,8 @@ class MemoryBackend:
     # -- naming ------------------------------------------------------------------------------
 
     def object_name(self, pool_name: str, key: str) -> ObjectName:
-        """MLA state is replicated across TP ranks, except Mamba state, which is always sharded."""
-        c = self.config
-        scope: tuple[Any, ...] = (c.model_name, c.pp_rank, c.pp_size, c.attn_cp_rank, c.attn_cp_size)
-        if not c.is_mla_model or pool_name == str(PoolName.MAMBA):
-            scope += (c.tp_rank, c.tp_size)
-        return (scope, pool_name, key)
+        """The entry SGLang's sharing rule names (:mod:`conformance.sharing`): (scope, pool, key)."""
+        return entry_identity(self.config, pool_name, key)
 
     # -- page codec --------------------------------------------------------------------------
 

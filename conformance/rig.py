@@ -22,6 +22,7 @@ from conformance.capabilities import BackendSpec, Capabilities
 from conformance.geometry import ModelGeometry, PoolSpec
 from conformance.hostpools import HostPoolDouble
 from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
+from conformance.sharing import Shape
 
 
 @dataclass
@@ -128,10 +129,17 @@ class Rig:
         page_num: int = 8,
         tp_rank: int = 0,
         tp_size: int = 1,
+        shape: Shape | None = None,
         model_name: str | None = None,
         pools: dict[PoolName, HostPoolDouble] | None = None,
     ) -> None:
+        """``shape`` places the rank in a deployment; without it, ``tp_rank``/``tp_size`` alone do."""
         self.target, self.geometry, self.storage = target, geometry, storage
+        if shape is None:
+            shape = Shape(tp_rank=tp_rank, tp_size=tp_size)
+        if shape.dcp_size > 1 and not geometry.is_mla:
+            raise ValueError(f"{geometry.family}: SGLang allows DCP storage for MLA only ({shape.label()})")
+        self.shape = shape
         caps = target.caps
         if pools is None:
             pools = {
@@ -145,12 +153,7 @@ class Rig:
                 )
         self.pools = pools
         self.config = HiCacheStorageConfig(
-            tp_rank=tp_rank,
-            tp_size=tp_size,
-            pp_rank=0,
-            pp_size=1,
-            attn_cp_rank=0,
-            attn_cp_size=1,
+            **shape.config_fields(),
             is_mla_model=geometry.is_mla,
             enable_storage_metrics=False,
             is_page_first_layout=layout != "layer_first",

@@ -14,6 +14,7 @@ import torch
 from hypothesis import strategies as st
 
 from conformance.hostpools import HostPoolDouble, Segment
+from conformance.sharing import Shape
 
 # Little-endian bit patterns that a value conversion would change or that hide in plain sight:
 # NaN payloads (signalling and quiet, both signs), -0.0, the smallest subnormal, +-inf, all-ones.
@@ -101,3 +102,63 @@ model_names = st.one_of(
     st.sampled_from(["m", "org/model", "org_model", "org-model", "a/b_c", "a_b/c", "Qwen/Qwen3-Next_80B"]),
     st.text(st.characters(codec="ascii", min_codepoint=33, max_codepoint=126), min_size=1, max_size=20),
 )
+
+# Parallel sizes deployments run: TP up to 8 (sizes above 2 too), several pipeline stages,
+# attention CP, and DCP groups inside TP (SGLang allows DCP for MLA only; see conformance.sharing).
+TP_SIZES = [1, 2, 4, 8]
+PP_SIZES = [1, 2, 4]
+CP_SIZES = [1, 2, 4]
+DCP_SIZES = [1, 2, 4]
+TOKENS_PER_DCP_RANK = [1, 16, 32]
+
+
+@st.composite
+def deployments(draw: st.DrawFn, *, mla: bool = True) -> Shape:
+    """The sizes of one deployment, as rank 0 of it (with DCP only where ``mla``)."""
+    tp_size = draw(st.sampled_from(TP_SIZES))
+    dcp_sizes = [d for d in DCP_SIZES if tp_size % d == 0] if mla else [1]
+    dcp_size = draw(st.sampled_from(dcp_sizes))
+    return Shape(
+        tp_size=tp_size,
+        pp_size=draw(st.sampled_from(PP_SIZES)),
+        attn_cp_size=draw(st.sampled_from(CP_SIZES)),
+        dcp_size=dcp_size,
+        logical_page_size=dcp_size * draw(st.sampled_from(TOKENS_PER_DCP_RANK)) if dcp_size > 1 else None,
+    )
+
+
+def ranks_of(deployment: Shape) -> st.SearchStrategy[Shape]:
+    """Any rank of ``deployment``: its DCP rank follows from its TP rank, as SGLang requires."""
+    d = deployment
+    return st.builds(
+        lambda tp, pp, cp: Shape(
+            tp_rank=tp,
+            tp_size=d.tp_size,
+            pp_rank=pp,
+            pp_size=d.pp_size,
+            attn_cp_rank=cp,
+            attn_cp_size=d.attn_cp_size,
+            dcp_rank=tp % d.dcp_size,
+            dcp_size=d.dcp_size,
+            logical_page_size=d.logical_page_size,
+        ),
+        st.integers(0, d.tp_size - 1),
+        st.integers(0, d.pp_size - 1),
+        st.integers(0, d.attn_cp_size - 1),
+    )
+
+
+def shapes(*, mla: bool = True) -> st.SearchStrategy[Shape]:
+    """One rank of a realistic deployment (DCP drawn only where ``mla``)."""
+    return deployments(mla=mla).flatmap(ranks_of)
+
+
+def rank_sets(*, mla: bool = True, max_ranks: int = 4) -> st.SearchStrategy[list[Shape]]:
+    """Two to ``max_ranks`` distinct ranks of one deployment: the processes that share a store."""
+    return deployments(mla=mla).flatmap(
+        lambda d: st.lists(ranks_of(d), min_size=min(2, _rank_count(d)), max_size=max_ranks, unique=True)
+    )
+
+
+def _rank_count(d: Shape) -> int:
+    return d.tp_size * d.pp_size * d.attn_cp_size

@@ -13,6 +13,7 @@ import hashlib
 from dataclasses import dataclass
 
 from conformance.interface import HiCacheStorageConfig, PoolName
+from conformance.sharing import shard
 
 
 def spell(*fields: str) -> bytes:
@@ -33,17 +34,9 @@ class Scope:
 
 
 def scope_for(config: HiCacheStorageConfig, pool: PoolName | str) -> Scope:
-    """MLA state is replicated across TP ranks and shared; Mamba state is always TP-sharded."""
-    parts = [f"pp{config.pp_rank}-{config.pp_size}"]
-    if config.attn_cp_size > 1:
-        parts.append(f"cp{config.attn_cp_rank}-{config.attn_cp_size}")
-    if config.dcp_size > 1:
-        parts.append(f"dcp{config.dcp_rank}-{config.dcp_size}-page{config.logical_page_size}")
-    if config.is_mla_model and str(pool) != str(PoolName.MAMBA):
-        parts.append("mla")
-    else:
-        parts.append(f"tp{config.tp_rank}-{config.tp_size}")
-    return Scope(config.model_name or "", ".".join(parts))
+    """The shard SGLang's sharing rule gives ``pool`` (:mod:`conformance.sharing`): MLA state is
+    shared across TP ranks, Mamba state never; stages, CP and DCP ranks always stay apart."""
+    return Scope(config.model_name or "", ".".join(shard(config, pool)))
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -6,7 +6,8 @@ from hypothesis import strategies as st
 
 from conformance.geometry import KV_LAYOUTS, ModelGeometry, all_geometries
 from conformance.hostpools import MISALIGNMENT
-from conformance.interface import HiCacheStorageConfig, PoolName
+from conformance.sharing import entry_identity as entry_identity  # re-exported for the properties
+from conformance.sharing import is_storage_writer as is_storage_writer
 
 GEOMETRIES: list[ModelGeometry] = all_geometries()
 HYBRID = [g for g in GEOMETRIES if g.side_pools]
@@ -22,13 +23,3 @@ def page_lists(page_num: int, max_pages: int = 4) -> st.SearchStrategy[list[int]
 
 def ids(geometries: list[ModelGeometry]) -> list[str]:
     return [g.family for g in geometries]
-
-
-def entry_identity(config: HiCacheStorageConfig, pool: PoolName, key: str) -> tuple[object, ...]:
-    """Which stored entry a (config, pool, key) names, by SGLang's sharing rules.
-
-    MLA state is replicated across TP ranks, so ranks share it; Mamba state is always sharded.
-    """
-    shared = config.is_mla_model and pool is not PoolName.MAMBA
-    rank = () if shared else (config.tp_rank, config.tp_size)
-    return (config.model_name, pool, key, *rank)

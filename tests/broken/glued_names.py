@@ -9,18 +9,17 @@ from __future__ import annotations
 from conformance.capabilities import BackendSpec
 from conformance.interface import PoolName
 from conformance.memory_backend import CAPABILITIES, MemoryBackend, ObjectName
+from conformance.sharing import shard
 
 
 class GluedNamesBackend(MemoryBackend):
     def object_name(self, pool_name: str, key: str) -> ObjectName:
         c = self.config
         model = "-".join((c.model_name or "").split("/"))
-        if c.is_mla_model and pool_name != str(PoolName.MAMBA):
-            suffix = f"_{model}"
-        else:
-            suffix = f"_{model}_{c.tp_rank}_{c.tp_size}"
+        # The shard is the rule's own (so only the gluing is wrong), spelled the upstream way.
+        suffix = "".join(f"_{part}" for part in shard(c, pool_name) if part != "replicated")
         stem = key if pool_name == str(PoolName.KV) else f"{key}.{pool_name}"
-        return (f"{stem}{suffix}",)
+        return (f"{stem}_{model}{suffix}",)
 
 
 SPEC = BackendSpec("broken-glued-names", GluedNamesBackend, CAPABILITIES)

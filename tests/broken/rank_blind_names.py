@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from conformance.capabilities import BackendSpec
 from conformance.memory_backend import CAPABILITIES, MemoryBackend, ObjectName
+from conformance.sharing import entry_identity
 
 
 class RankBlindBackend(MemoryBackend):
     def object_name(self, pool_name: str, key: str) -> ObjectName:
-        c = self.config
-        return ((c.model_name, c.pp_rank), pool_name, key)
+        return entry_identity(replace(self.config, tp_rank=0, tp_size=1), pool_name, key)
 
 
 SPEC = BackendSpec("broken-rank-blind-names", RankBlindBackend, CAPABILITIES)

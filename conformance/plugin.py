@@ -103,7 +103,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if target is None:
         return
     for item in items:
-        if "target" not in getattr(item, "fixturenames", ()):
+        if "hicache_target" not in getattr(item, "fixturenames", ()):
             continue
         defect = target.spec.known_defect(item.nodeid.split("::", 1)[-1], target.mode)
         if defect:
@@ -112,7 +112,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def target(request: pytest.FixtureRequest) -> Iterator[Target]:
+def hicache_target(request: pytest.FixtureRequest) -> Iterator[Target]:
     """The backend under test, as chosen with ``--backend``."""
     if _target_key not in request.config.stash:
         pytest.skip("no backend chosen: run with --backend=NAME")

@@ -44,22 +44,22 @@ def _pools(stride: str, misalign: int) -> dict[PoolName, HostPoolDouble]:
     return {PoolName.KV: kv, PoolName.SWA: side}
 
 
-def _modes(target: Target) -> list[str]:
-    return list(target.caps.io_modes)
+def _modes(hicache_target: Target) -> list[str]:
+    return list(hicache_target.caps.io_modes)
 
 
 @pytest.mark.parametrize("stride", list(STRIDES))
 @pytest.mark.parametrize("misalign", [0, MISALIGNMENT], ids=["aligned-base", "misaligned-base"])
 @given(seed=payload_seeds, data=st.data())
 def test_every_stride_and_base_alignment_round_trips_in_every_io_mode(
-    target: Target, stride: str, misalign: int, seed: int, data: st.DataObject
+    hicache_target: Target, stride: str, misalign: int, seed: int, data: st.DataObject
 ) -> None:
     """Pages of every stride class, on aligned and misaligned bases, round-trip in each I/O mode."""
-    mode = data.draw(st.sampled_from(_modes(target)), label="io mode")
+    mode = data.draw(st.sampled_from(_modes(hicache_target)), label="io mode")
     geometry = load_geometry("adversarial")
-    moded = target.with_mode(mode)
+    moded = hicache_target.with_mode(mode)
     pools = _pools(stride, misalign)
-    names = [PoolName.KV] + ([PoolName.SWA] if PoolName.SWA in target.caps.side_pools else [])
+    names = [PoolName.KV] + ([PoolName.SWA] if PoolName.SWA in hicache_target.caps.side_pools else [])
     with moded.storage() as storage, Rig(moded, geometry, storage, pools={n: pools[n] for n in names}) as rig:
         for name in names:
             pool = rig.pool(name)
@@ -78,15 +78,15 @@ def test_every_stride_and_base_alignment_round_trips_in_every_io_mode(
 @pytest.mark.parametrize("stride", list(STRIDES))
 @pytest.mark.parametrize("misalign", [0, MISALIGNMENT], ids=["aligned-base", "misaligned-base"])
 def test_aligned_pools_move_in_place_and_misaligned_pools_are_staged_under_o_direct(
-    target: Target, stride: str, misalign: int
+    hicache_target: Target, stride: str, misalign: int
 ) -> None:
     """Aligned pools take zero-copy in every mode; misaligned ones never do with O_DIRECT."""
-    target.require("reports_transfer_mode")
+    hicache_target.require("reports_transfer_mode")
     geometry = load_geometry("adversarial")
-    for mode in _modes(target):
-        moded = target.with_mode(mode)
+    for mode in _modes(hicache_target):
+        moded = hicache_target.with_mode(mode)
         pools = _pools(stride, misalign)
-        names = [PoolName.KV] + ([PoolName.SWA] if PoolName.SWA in target.caps.side_pools else [])
+        names = [PoolName.KV] + ([PoolName.SWA] if PoolName.SWA in hicache_target.caps.side_pools else [])
         with (
             moded.storage() as storage,
             Rig(moded, geometry, storage, pools={n: pools[n] for n in names}) as rig,
@@ -95,5 +95,5 @@ def test_aligned_pools_move_in_place_and_misaligned_pools_are_staged_under_o_dir
                 moved = rig.backend.transfer_mode(name)
                 if pools[name].is_stride_page_aligned(4096):
                     assert moved == "zero_copy", f"{mode}: aligned {name} was {moved}"
-                elif mode in target.caps.direct_io_modes:
+                elif mode in hicache_target.caps.direct_io_modes:
                     assert moved == "staged", f"{mode}: misaligned {name} went {moved} under O_DIRECT"

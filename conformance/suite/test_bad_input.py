@@ -26,16 +26,16 @@ CLEAR_ERRORS = (ValueError, TypeError, KeyError, IndexError)
 
 
 @contextlib.contextmanager
-def guarded(target: Target) -> Iterator[Rig]:
+def guarded(hicache_target: Target) -> Iterator[Rig]:
     """A rig whose store sits two folders deep in a sandbox, holding two known entries in every pool.
 
     On exit the entries must read back intact and both folders around the store must hold
     nothing else, so a key that climbs one or two levels out of the store is caught.
     """
-    with target.storage() as outer:
+    with hicache_target.storage() as outer:
         store = outer / "sandbox" / "store"
         store.mkdir(parents=True)
-        with Rig(target, load_geometry(FAMILY), store, page_num=PAGES) as rig:
+        with Rig(hicache_target, load_geometry(FAMILY), store, page_num=PAGES) as rig:
             known = {}
             for n, name in enumerate(rig.pools):
                 known[name] = [bytes([0x30 + n + i]) * rig.pool(name).page_nbytes() for i in range(2)]
@@ -63,8 +63,8 @@ def refused(call: Callable[[], Any]) -> bool:
     return isinstance(result, list) and not any(result)
 
 
-def test_keys_and_indices_of_different_lengths_are_refused(target: Target) -> None:
-    with guarded(target) as rig:
+def test_keys_and_indices_of_different_lengths_are_refused(hicache_target: Target) -> None:
+    with guarded(hicache_target) as rig:
         short = rig.indices(PoolName.KV, [2])
         assert refused(lambda: rig.set_at(PoolName.KV, ["a", "b"], short))
         assert refused(lambda: rig.get_at(PoolName.KV, ["keep-0", "keep-1"], short))
@@ -76,8 +76,8 @@ def test_keys_and_indices_of_different_lengths_are_refused(target: Target) -> No
 
 
 @pytest.mark.parametrize("where", ["one-past-the-end", "far-beyond", "negative"])
-def test_indices_outside_the_pool_are_refused(target: Target, where: str) -> None:
-    with guarded(target) as rig:
+def test_indices_outside_the_pool_are_refused(hicache_target: Target, where: str) -> None:
+    with guarded(hicache_target) as rig:
         for name in (PoolName.KV, PoolName.MAMBA):
             ps, size = rig.pool(name).page_size, rig.pool(name).size
             start = {"one-past-the-end": size, "far-beyond": size * 1000, "negative": -ps}[where]
@@ -88,8 +88,8 @@ def test_indices_outside_the_pool_are_refused(target: Target, where: str) -> Non
         assert refused(lambda: rig.set_at(PoolName.KV, ["a"], torch.arange(-4, 0)))
 
 
-def test_indices_off_a_page_boundary_are_refused(target: Target) -> None:
-    with guarded(target) as rig:
+def test_indices_off_a_page_boundary_are_refused(hicache_target: Target) -> None:
+    with guarded(hicache_target) as rig:
         ps = rig.pool(PoolName.KV).page_size
         bad = torch.arange(1, 1 + ps, dtype=torch.int64)
         assert refused(lambda: rig.set_at(PoolName.KV, ["a"], bad))
@@ -97,29 +97,29 @@ def test_indices_off_a_page_boundary_are_refused(target: Target) -> None:
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bool, torch.uint8], ids=str)
-def test_index_tensors_of_the_wrong_dtype_are_refused(target: Target, dtype: torch.dtype) -> None:
-    with guarded(target) as rig:
+def test_index_tensors_of_the_wrong_dtype_are_refused(hicache_target: Target, dtype: torch.dtype) -> None:
+    with guarded(hicache_target) as rig:
         bad = rig.indices(PoolName.KV, [2]).to(dtype)
         assert refused(lambda: rig.set_at(PoolName.KV, ["a"], bad))
         assert refused(lambda: rig.get_at(PoolName.KV, ["keep-0"], bad))
 
 
-def test_an_unregistered_pool_is_refused(target: Target) -> None:
-    with guarded(target) as rig:
+def test_an_unregistered_pool_is_refused(hicache_target: Target) -> None:
+    with guarded(hicache_target) as rig:
         transfer = [PoolTransfer(name=PoolName.DRAFT, host_indices=torch.arange(0, 1), keys=["a"])]
         assert refused(lambda: rig.backend.batch_set_v2(transfer))
         assert refused(lambda: rig.backend.batch_get_v2(transfer))
 
 
-def test_duplicate_keys_in_one_batch_are_refused(target: Target) -> None:
-    with guarded(target) as rig:
+def test_duplicate_keys_in_one_batch_are_refused(hicache_target: Target) -> None:
+    with guarded(hicache_target) as rig:
         assert refused(lambda: rig.set_at(PoolName.KV, ["a", "a"], rig.indices(PoolName.KV, [2, 3])))
         transfer = [rig.transfer(PoolName.MAMBA, ["b", "b"], [2, 3])]
         assert refused(lambda: rig.backend.batch_set_v2(transfer))
 
 
-def test_an_empty_batch_does_nothing(target: Target) -> None:
-    with guarded(target) as rig:
+def test_an_empty_batch_does_nothing(hicache_target: Target) -> None:
+    with guarded(hicache_target) as rig:
         empty = torch.empty(0, dtype=torch.int64)
         assert rig.set_at(PoolName.KV, [], empty) == []
         assert rig.get_at(PoolName.KV, [], empty) == []
@@ -131,15 +131,15 @@ def test_an_empty_batch_does_nothing(target: Target) -> None:
 @pytest.mark.parametrize(
     "key", [None, 7, b"bytes", "", "nul\x00inside"], ids=["None", "int", "bytes", "empty", "NUL"]
 )
-def test_keys_that_are_not_usable_strings_are_refused(target: Target, key: Any) -> None:
-    with guarded(target) as rig:
+def test_keys_that_are_not_usable_strings_are_refused(hicache_target: Target, key: Any) -> None:
+    with guarded(hicache_target) as rig:
         assert refused(lambda: rig.set_at(PoolName.KV, [key], rig.indices(PoolName.KV, [2])))
         assert refused(lambda: rig.backend.batch_set_v2([rig.transfer(PoolName.MAMBA, [key], [2])]))
 
 
 @pytest.mark.parametrize("key", ["../x", "../../x", "a/../../x", "..", "."])
-def test_path_traversal_keys_never_leave_the_store(target: Target, key: str) -> None:
-    with guarded(target) as rig:
+def test_path_traversal_keys_never_leave_the_store(hicache_target: Target, key: str) -> None:
+    with guarded(hicache_target) as rig:
         payload = b"\x77" * rig.pool(PoolName.KV).page_nbytes()
         rig.put(PoolName.KV, 2, payload)
         if rig.set(PoolName.KV, [key], [2]) == [True]:
@@ -148,10 +148,10 @@ def test_path_traversal_keys_never_leave_the_store(target: Target, key: str) -> 
             rig.expect(PoolName.KV, 3, payload, f"key {key!r}")
 
 
-def test_an_absolute_path_key_never_leaves_the_store(target: Target) -> None:
+def test_an_absolute_path_key_never_leaves_the_store(hicache_target: Target) -> None:
     key = os.path.join(tempfile.gettempdir(), f"hicache-escape-{uuid.uuid4().hex}")
     try:
-        with guarded(target) as rig:
+        with guarded(hicache_target) as rig:
             rig.put(PoolName.KV, 2, b"\x77" * rig.pool(PoolName.KV).page_nbytes())
             rig.set(PoolName.KV, [key], [2])
     finally:
@@ -161,8 +161,8 @@ def test_an_absolute_path_key_never_leaves_the_store(target: Target) -> None:
     assert not escaped, f"wrote outside the store: {escaped}"
 
 
-def test_keys_over_4_kib_are_stored_apart_or_refused(target: Target) -> None:
-    with guarded(target) as rig:
+def test_keys_over_4_kib_are_stored_apart_or_refused(hicache_target: Target) -> None:
+    with guarded(hicache_target) as rig:
         keys = ["k" * 5000 + "a", "k" * 5000 + "b"]
         pages = {k: bytes([0x41 + i]) * rig.pool(PoolName.KV).page_nbytes() for i, k in enumerate(keys)}
         for page, key in enumerate(keys, start=2):

@@ -21,12 +21,15 @@ SLOTS = 4  # host pages each thread owns
 ROUNDS = 6
 
 
-def test_threads_storing_and_loading_disjoint_and_shared_keys_never_tear(target: Target) -> None:
+def test_threads_storing_and_loading_disjoint_and_shared_keys_never_tear(hicache_target: Target) -> None:
     """Writers and readers on one instance: every read is one whole written version."""
-    target.require("concurrent")
+    hicache_target.require("concurrent")
     geometry = load_geometry(FAMILY)
     shared = [f"shared-{i}" for i in range(SLOTS)]
-    with target.storage() as storage, Rig(target, geometry, storage, page_num=THREADS * SLOTS * 2) as rig:
+    with (
+        hicache_target.storage() as storage,
+        Rig(hicache_target, geometry, storage, page_num=THREADS * SLOTS * 2) as rig,
+    ):
         names = list(rig.pools)
         errors: list[str] = []
         versions: dict[tuple[PoolName, str], list[bytes]] = {}
@@ -68,16 +71,16 @@ def test_threads_storing_and_loading_disjoint_and_shared_keys_never_tear(target:
         assert not errors, "; ".join(errors[:5])
 
 
-def test_two_processes_sharing_a_store_lose_nothing(target: Target) -> None:
+def test_two_processes_sharing_a_store_lose_nothing(hicache_target: Target) -> None:
     """Two writer processes on one store (as MLA ranks share KV): every key whole, none lost."""
-    target.require("multiprocess")
+    hicache_target.require("multiprocess")
     geometry = load_geometry("deepseek_v3_mla")
     keys = [f"mla-{i}" for i in range(16)]
-    with target.storage() as storage:
+    with hicache_target.storage() as storage:
         jobs = [
             Job(
-                target.ref,
-                target.mode,
+                hicache_target.ref,
+                hicache_target.mode,
                 str(storage),
                 "deepseek_v3_mla",
                 keys,
@@ -95,7 +98,7 @@ def test_two_processes_sharing_a_store_lose_nothing(target: Target) -> None:
         outs = [p.communicate(timeout=300) for p in procs]
         for proc, (_, err) in zip(procs, outs):
             assert proc.returncode == 0, err[-2000:]
-        with Rig(target, geometry, storage, page_num=len(keys)) as rig:
+        with Rig(hicache_target, geometry, storage, page_num=len(keys)) as rig:
             name = PoolName.KV
             assert rig.get(name, keys, range(len(keys))) == [True] * len(keys), "an entry was lost"
             for page, key in enumerate(keys):

@@ -69,15 +69,22 @@ def _run(job: Job, timeout: float = 120) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("fresh", [False, True], ids=["overwriting", "fresh-keys"])
 @pytest.mark.parametrize("delay", [0.0, 0.003], ids=["at-once", "3ms"])
 def test_a_writer_killed_mid_batch_leaves_every_key_whole_or_absent(
-    target: Target, delay: float, fresh: bool
+    hicache_target: Target, delay: float, fresh: bool
 ) -> None:
     """SIGKILL during batch_set_v2: after a restart no key is torn and no stored key is lost."""
-    target.require("persistence", "a restart must see what was stored")
+    hicache_target.require("persistence", "a restart must see what was stored")
     geometry = load_geometry(KILL_FAMILY)
     keys = [f"kill-{i:03d}" for i in range(48)]
-    with target.storage() as storage:
+    with hicache_target.storage() as storage:
         job = Job(
-            target.ref, target.mode, str(storage), KILL_FAMILY, keys, seed=11, rounds=10_000, fresh_keys=fresh
+            hicache_target.ref,
+            hicache_target.mode,
+            str(storage),
+            KILL_FAMILY,
+            keys,
+            seed=11,
+            rounds=10_000,
+            fresh_keys=fresh,
         )
         proc = subprocess.Popen(job.argv(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
@@ -97,7 +104,7 @@ def test_a_writer_killed_mid_batch_leaves_every_key_whole_or_absent(
             proc.wait()
         rounds_done = 1 + sum(1 for line in rest.splitlines() if line.startswith('{"round"'))
         stored_in_round0 = {name: flags for name, flags in first["results"].items()}
-        with Rig(target, geometry, storage, page_num=len(keys)) as rig:
+        with Rig(hicache_target, geometry, storage, page_num=len(keys)) as rig:
             seen = {"whole": 0, "absent": 0}
             for round_ in range(rounds_done + 1 if fresh else 1):
                 for state, count in _audit(rig, job.keys_of(round_), job.seed, rounds_done + 1).items():
@@ -112,17 +119,25 @@ def test_a_writer_killed_mid_batch_leaves_every_key_whole_or_absent(
 
 
 @pytest.mark.parametrize("limit", [1, 2048, 4096], ids=["1B", "2KiB", "4KiB"])
-def test_a_file_size_limit_fails_writes_cleanly(target: Target, limit: int) -> None:
+def test_a_file_size_limit_fails_writes_cleanly(hicache_target: Target, limit: int) -> None:
     """Under RLIMIT_FSIZE (a full disk), a set reports False and leaves nothing behind."""
-    target.require("persistence", "the writer runs in its own process")
+    hicache_target.require("persistence", "the writer runs in its own process")
     keys = [f"full-{i}" for i in range(4)]
     geometry = load_geometry(LIMIT_FAMILY)
-    with target.storage() as storage:
-        job = Job(target.ref, target.mode, str(storage), LIMIT_FAMILY, keys, seed=5, file_size_limit=limit)
+    with hicache_target.storage() as storage:
+        job = Job(
+            hicache_target.ref,
+            hicache_target.mode,
+            str(storage),
+            LIMIT_FAMILY,
+            keys,
+            seed=5,
+            file_size_limit=limit,
+        )
         (report,) = _run(job)
         results = report["results"]
         assert isinstance(results, dict)
-        with Rig(target, geometry, storage, page_num=len(keys)) as rig:
+        with Rig(hicache_target, geometry, storage, page_num=len(keys)) as rig:
             _audit(rig, keys, job.seed, 1)
             for name, flags in results.items():
                 got = rig.get(PoolName(name), keys, range(len(keys)))
@@ -157,30 +172,34 @@ def read_only_view(storage: Path) -> Iterator[Path]:
                 p.chmod(mode)
 
 
-def test_a_read_only_store_refuses_writes_and_keeps_its_entries(target: Target) -> None:
+def test_a_read_only_store_refuses_writes_and_keeps_its_entries(hicache_target: Target) -> None:
     """Writing to a read-only store reports False for every key, and the old entries survive.
 
     New keys must be refused; so must stored ones, unless the backend declares first-write-wins,
     where a set of a stored key writes nothing.
     """
-    target.require("persistence", "the writer runs in its own process")
-    target.require("stores_files", "the suite makes the store's folder read-only")
+    hicache_target.require("persistence", "the writer runs in its own process")
+    hicache_target.require("stores_files", "the suite makes the store's folder read-only")
     keys = [f"ro-{i}" for i in range(3)]
     new_keys = [f"ro-new-{i}" for i in range(2)]
     geometry = load_geometry(LIMIT_FAMILY)
-    with target.storage() as storage:
-        (first,) = _run(Job(target.ref, target.mode, str(storage), LIMIT_FAMILY, keys, seed=1))
+    with hicache_target.storage() as storage:
+        (first,) = _run(
+            Job(hicache_target.ref, hicache_target.mode, str(storage), LIMIT_FAMILY, keys, seed=1)
+        )
         assert all(all(flags) for flags in first["results"].values())
         with read_only_view(storage) as view:
-            (second,) = _run(Job(target.ref, target.mode, str(view), LIMIT_FAMILY, keys + new_keys, seed=2))
+            (second,) = _run(
+                Job(hicache_target.ref, hicache_target.mode, str(view), LIMIT_FAMILY, keys + new_keys, seed=2)
+            )
         results = second["results"]
         assert isinstance(results, dict)
         for name, flags in results.items():
             old, new = flags[: len(keys)], flags[len(keys) :]
             assert new == [False] * len(new_keys), f"{name}: a read-only store accepted new keys {new}"
-            if target.caps.overwrites:
+            if hicache_target.caps.overwrites:
                 assert old == [False] * len(keys), f"{name}: a read-only store accepted overwrites {old}"
-        with Rig(target, geometry, storage, page_num=len(keys)) as rig:
+        with Rig(hicache_target, geometry, storage, page_num=len(keys)) as rig:
             for name in rig.pools:
                 assert rig.get(name, keys, range(len(keys))) == [True] * len(keys)
                 for page, key in enumerate(keys):
@@ -194,11 +213,11 @@ def _entry_files(storage: Path) -> list[Path]:
 
 
 @pytest.mark.parametrize("damage", ["empty", "halved", "one-byte-short"])
-def test_a_truncated_object_is_neither_present_nor_readable(target: Target, damage: str) -> None:
+def test_a_truncated_object_is_neither_present_nor_readable(hicache_target: Target, damage: str) -> None:
     """A short or empty stored object is absent to exists and get (upstream counts 0-byte files)."""
-    target.require("stores_files", "the suite must reach the stored objects")
+    hicache_target.require("stores_files", "the suite must reach the stored objects")
     geometry = load_geometry("llama3_mha")
-    with target.storage() as storage, Rig(target, geometry, storage, page_num=2) as rig:
+    with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=2) as rig:
         rig.put(PoolName.KV, 0, b"\x5a" * rig.pool(PoolName.KV).page_nbytes())
         assert rig.set(PoolName.KV, ["victim"], [0]) == [True]
         (victim,) = _entry_files(storage)
@@ -208,12 +227,12 @@ def test_a_truncated_object_is_neither_present_nor_readable(target: Target, dama
         assert rig.get(PoolName.KV, ["victim"], [1]) == [False]
 
 
-def test_a_corrupted_object_never_reads_back_as_wrong_bytes(target: Target) -> None:
+def test_a_corrupted_object_never_reads_back_as_wrong_bytes(hicache_target: Target) -> None:
     """Bit flips anywhere in a stored object give False or the exact bytes, never garbage."""
-    target.require("stores_files", "the suite must reach the stored objects")
-    target.require("detects_corruption")
+    hicache_target.require("stores_files", "the suite must reach the stored objects")
+    hicache_target.require("detects_corruption")
     geometry = load_geometry("llama3_mha")
-    with target.storage() as storage, Rig(target, geometry, storage, page_num=2) as rig:
+    with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=2) as rig:
         want = bytes(range(256)) * (rig.pool(PoolName.KV).page_nbytes() // 256)
         rig.put(PoolName.KV, 0, want)
         assert rig.set(PoolName.KV, ["victim"], [0]) == [True]
@@ -229,16 +248,18 @@ def test_a_corrupted_object_never_reads_back_as_wrong_bytes(target: Target) -> N
 
 
 @pytest.mark.parametrize("misalign", [0, 64], ids=["aligned-base", "misaligned-base"])
-def test_a_704_byte_page_under_o_direct_is_stored_or_cleanly_refused(target: Target, misalign: int) -> None:
+def test_a_704_byte_page_under_o_direct_is_stored_or_cleanly_refused(
+    hicache_target: Target, misalign: int
+) -> None:
     """Upstream's O_DIRECT defect: a failed 704-byte write left a 0-byte file that exists counted."""
-    modes = sorted(target.caps.direct_io_modes)
+    modes = sorted(hicache_target.caps.direct_io_modes)
     if not modes:
-        pytest.skip(f"backend {target.spec.name!r} declares no O_DIRECT mode")
-    if PoolName.SWA not in target.caps.side_pools:
-        pytest.skip(f"backend {target.spec.name!r} does not declare pool swa")
+        pytest.skip(f"backend {hicache_target.spec.name!r} declares no O_DIRECT mode")
+    if PoolName.SWA not in hicache_target.caps.side_pools:
+        pytest.skip(f"backend {hicache_target.spec.name!r} does not declare pool swa")
     geometry = load_geometry(LIMIT_FAMILY)
     for mode in modes:
-        moded = target.with_mode(mode)
+        moded = hicache_target.with_mode(mode)
         pools = {
             geometry.kv.name: moded.build_pool(geometry.kv, layout="page_first", page_num=2),
             PoolName.SWA: MultiRegionHostPool(

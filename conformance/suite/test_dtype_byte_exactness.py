@@ -42,7 +42,7 @@ def _round_trip(rig: Rig, name: PoolName, src: list[int], dst: list[int], seed: 
     data=st.data(),
 )
 def test_kv_pages_round_trip_byte_for_byte_through_v1(
-    target: Target,
+    hicache_target: Target,
     geometry: ModelGeometry,
     seed: int,
     stride: int,
@@ -52,12 +52,12 @@ def test_kv_pages_round_trip_byte_for_byte_through_v1(
     data: st.DataObject,
 ) -> None:
     """KV pages stored with batch_set_v1 read back bit-identical, into other slots too."""
-    target.require("v1_kv")
-    target.require_layout(layout)
+    hicache_target.require("v1_kv")
+    hicache_target.require_layout(layout)
     dst = data.draw(st.permutations(range(PAGES)).map(lambda p: p[: len(pages)]), label="dst")
     with (
-        target.storage() as storage,
-        Rig(target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig,
+        hicache_target.storage() as storage,
+        Rig(hicache_target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig,
     ):
         _round_trip(rig, PoolName.KV, pages, dst, seed, stride)
 
@@ -67,7 +67,7 @@ def test_kv_pages_round_trip_byte_for_byte_through_v1(
     seed=payload_seeds, stride=pattern_strides, layout=kv_layouts, misalign=misaligns, pages=page_lists(PAGES)
 )
 def test_kv_pages_round_trip_byte_for_byte_through_v2(
-    target: Target,
+    hicache_target: Target,
     geometry: ModelGeometry,
     seed: int,
     stride: int,
@@ -76,11 +76,11 @@ def test_kv_pages_round_trip_byte_for_byte_through_v2(
     pages: list[int],
 ) -> None:
     """KV pages moved as a v2 PoolTransfer read back bit-identical (upstream NIXL returns False)."""
-    target.require("kv_through_v2")
-    target.require_layout(layout)
+    hicache_target.require("kv_through_v2")
+    hicache_target.require_layout(layout)
     with (
-        target.storage() as storage,
-        Rig(target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig,
+        hicache_target.storage() as storage,
+        Rig(hicache_target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig,
     ):
         pool = rig.pool(PoolName.KV)
         keys = [f"v2-{p}" for p in pages]
@@ -104,7 +104,7 @@ def test_kv_pages_round_trip_byte_for_byte_through_v2(
     data=st.data(),
 )
 def test_side_pool_pages_round_trip_byte_for_byte_through_v2(
-    target: Target,
+    hicache_target: Target,
     geometry: ModelGeometry,
     seed: int,
     stride: int,
@@ -114,12 +114,12 @@ def test_side_pool_pages_round_trip_byte_for_byte_through_v2(
     data: st.DataObject,
 ) -> None:
     """Side-pool pages (fp32+bf16 Mamba, fp8+fp32 indexer, mixed regions) read back bit-identical."""
-    specs = target.require_side_pools(geometry)
-    target.require_layout(layout)
+    specs = hicache_target.require_side_pools(geometry)
+    hicache_target.require_layout(layout)
     dst = data.draw(st.permutations(range(PAGES)).map(lambda p: p[: len(pages)]), label="dst")
     with (
-        target.storage() as storage,
-        Rig(target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig,
+        hicache_target.storage() as storage,
+        Rig(hicache_target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig,
     ):
         for spec in specs:
             _round_trip(rig, spec.name, pages, dst, seed, stride)

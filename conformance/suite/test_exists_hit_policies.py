@@ -27,11 +27,11 @@ MORE = settings(max_examples=settings().max_examples * 5)
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
 @given(present=st.lists(mostly_present, min_size=0, max_size=PAGES))
 def test_batch_exists_counts_the_leading_run_of_present_keys(
-    target: Target, geometry: ModelGeometry, present: list[bool]
+    hicache_target: Target, geometry: ModelGeometry, present: list[bool]
 ) -> None:
     """batch_exists is the length of the leading run of stored KV keys, gaps and all."""
     keys = [f"run-{i}" for i in range(len(present))]
-    with target.storage() as storage, Rig(target, geometry, storage, page_num=PAGES) as rig:
+    with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=PAGES) as rig:
         stored = [i for i, flag in enumerate(present) if flag]
         if stored:
             assert rig.set(PoolName.KV, [keys[i] for i in stored], stored) == [True] * len(stored)
@@ -75,18 +75,18 @@ TRAILING_GAP_BEFORE_ALL_GAP = Presence(
 @given(presence=presences())
 @example(presence=TRAILING_GAP_BEFORE_ALL_GAP)
 def test_batch_exists_v2_follows_every_pools_hit_policy(
-    target: Target, geometry: ModelGeometry, presence: Presence
+    hicache_target: Target, geometry: ModelGeometry, presence: Presence
 ) -> None:
     """The usable prefix and each pool's figure match the oracle for ALL, TRAILING and BLOCK_GROUPS.
 
     Pools whose hit policy the backend does not declare stay out of the query; the rest keep
     their places in the drawn presence, so the explicit example keeps its shape.
     """
-    specs = target.require_side_pools(geometry)
-    queryable = target.queryable_pools(geometry)
+    specs = hicache_target.require_side_pools(geometry)
+    queryable = hicache_target.queryable_pools(geometry)
     if not queryable:
         policies = sorted({s.hit_policy.value for s in specs})
-        pytest.skip(f"backend {target.spec.name!r} declares none of the hit policies {policies}")
+        pytest.skip(f"backend {hicache_target.spec.name!r} declares none of the hit policies {policies}")
     n = len(presence.kv)
     keys = [f"hp-{i}" for i in range(n)]
     flags = {str(PoolName.KV): presence.kv}
@@ -101,7 +101,7 @@ def test_batch_exists_v2_follows_every_pools_hit_policy(
             else keys
         )
         transfers.append(spec.exists_transfer(own))
-    with target.storage() as storage, Rig(target, geometry, storage, page_num=PAGES) as rig:
+    with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=PAGES) as rig:
         for name, present in flags.items():
             stored = [i for i, flag in enumerate(present) if flag]
             if stored:

@@ -17,13 +17,13 @@ PAGES = 4
 @pytest.mark.parametrize("geometry", HYBRID, ids=ids(HYBRID))
 @given(seed=payload_seeds)
 def test_a_restarted_backend_reads_back_what_it_stored(
-    target: Target, geometry: ModelGeometry, seed: int
+    hicache_target: Target, geometry: ModelGeometry, seed: int
 ) -> None:
     """Close, reopen on the same folder: exists counts the same and every page reads back exact."""
-    target.require("persistence")
+    hicache_target.require("persistence")
     keys = [f"persist-{i}" for i in range(PAGES)]
-    with target.storage() as storage:
-        with Rig(target, geometry, storage, page_num=PAGES) as first:
+    with hicache_target.storage() as storage:
+        with Rig(hicache_target, geometry, storage, page_num=PAGES) as first:
             written = {}
             for n, name in enumerate(first.pools):
                 written[name] = [
@@ -32,9 +32,9 @@ def test_a_restarted_backend_reads_back_what_it_stored(
                 for page, data in enumerate(written[name]):
                     first.put(name, page, data)
                 assert first.set(name, keys, range(PAGES)) == [True] * PAGES
-        with Rig(target, geometry, storage, page_num=PAGES) as second:
+        with Rig(hicache_target, geometry, storage, page_num=PAGES) as second:
             assert second.backend.batch_exists(keys) == PAGES
-            transfers = [s.exists_transfer(keys) for s in target.queryable_pools(geometry)]
+            transfers = [s.exists_transfer(keys) for s in hicache_target.queryable_pools(geometry)]
             assert second.backend.batch_exists_v2(keys, transfers).kv_hit_pages == PAGES
             for name in second.pools:
                 assert second.get(name, keys, range(PAGES)) == [True] * PAGES

@@ -38,7 +38,7 @@ def _store_everything(rig: Rig, keys: list[str], seed: int, salt: int) -> dict[P
 @pytest.mark.parametrize("geometry", HYBRID, ids=ids(HYBRID))
 @given(seed=payload_seeds, layout=kv_layouts, misalign=misaligns, count=st.integers(1, 4), data=st.data())
 def test_overwriting_one_pool_never_changes_another_pool(
-    target: Target,
+    hicache_target: Target,
     geometry: ModelGeometry,
     seed: int,
     layout: str,
@@ -51,12 +51,12 @@ def test_overwriting_one_pool_never_changes_another_pool(
     The overwritten pool then holds the new bytes, or the first ones where the backend declares
     first-write-wins.
     """
-    target.require_side_pools(geometry)
-    target.require_layout(layout)
+    hicache_target.require_side_pools(geometry)
+    hicache_target.require_layout(layout)
     keys = [f"shared-{i}" for i in range(count)]
     with (
-        target.storage() as storage,
-        Rig(target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig,
+        hicache_target.storage() as storage,
+        Rig(hicache_target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig,
     ):
         written = _store_everything(rig, keys, seed, salt=0)
         victim = data.draw(st.sampled_from(_all_pools(rig)), label="overwritten pool")
@@ -65,7 +65,7 @@ def test_overwriting_one_pool_never_changes_another_pool(
         for page, payload in enumerate(fresh):
             rig.put(victim, page, payload)
         assert rig.set(victim, keys, range(count)) == [True] * count
-        if target.caps.overwrites:
+        if hicache_target.caps.overwrites:
             written[victim] = fresh
         for name in _all_pools(rig):
             rig.pool(name).fill(0x5A)
@@ -77,18 +77,21 @@ def test_overwriting_one_pool_never_changes_another_pool(
 @pytest.mark.parametrize("geometry", HYBRID, ids=ids(HYBRID))
 @given(seed=payload_seeds, layout=kv_layouts, count=st.integers(1, 4), data=st.data())
 def test_entries_in_one_pool_are_invisible_to_another_pools_exists(
-    target: Target, geometry: ModelGeometry, seed: int, layout: str, count: int, data: st.DataObject
+    hicache_target: Target, geometry: ModelGeometry, seed: int, layout: str, count: int, data: st.DataObject
 ) -> None:
     """Storing a key in one pool never makes it exist, or count as a hit, in another pool."""
-    specs = target.require_side_pools(geometry)
-    target.require_layout(layout)
+    specs = hicache_target.require_side_pools(geometry)
+    hicache_target.require_layout(layout)
     keys = [f"lonely-{i}" for i in range(count)]
-    with target.storage() as storage, Rig(target, geometry, storage, layout=layout, page_num=PAGES) as rig:
+    with (
+        hicache_target.storage() as storage,
+        Rig(hicache_target, geometry, storage, layout=layout, page_num=PAGES) as rig,
+    ):
         side = data.draw(st.sampled_from(specs), label="side pool")
         rig.put(side.name, 0, render_page(rig.pool(side.name), seed, 2))
         assert rig.set(side.name, keys, range(count)) == [True] * count
         assert rig.backend.batch_exists(keys) == 0, f"{side.name} entries counted as KV hits"
-        queryable = target.queryable_pools(geometry)
+        queryable = hicache_target.queryable_pools(geometry)
         if side in queryable:
             assert rig.backend.batch_exists_v2(keys, [side.exists_transfer(keys)]).kv_hit_pages == 0
         assert rig.set(PoolName.KV, keys, range(count)) == [True] * count
@@ -105,13 +108,18 @@ def test_entries_in_one_pool_are_invisible_to_another_pools_exists(
 @pytest.mark.parametrize("geometry", HYBRID, ids=ids(HYBRID))
 @given(seed=payload_seeds, layout=kv_layouts, misalign=misaligns, data=st.data())
 def test_get_never_touches_host_memory_outside_its_target_slots(
-    target: Target, geometry: ModelGeometry, seed: int, layout: str, misalign: int, data: st.DataObject
+    hicache_target: Target,
+    geometry: ModelGeometry,
+    seed: int,
+    layout: str,
+    misalign: int,
+    data: st.DataObject,
 ) -> None:
     """A get fills exactly its target pages; every other byte of every pool keeps its canary."""
-    target.require_layout(layout)
+    hicache_target.require_layout(layout)
     with (
-        target.storage() as storage,
-        Rig(target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig,
+        hicache_target.storage() as storage,
+        Rig(hicache_target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig,
     ):
         names = _all_pools(rig)
         count = data.draw(st.integers(1, 3), label="pages")

@@ -40,14 +40,25 @@ def configs(draw: st.DrawFn) -> list[tuple[str, tuple[int, int]]]:
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
 @given(keys=st.lists(adversarial_keys(), min_size=1, max_size=4, unique=True), configs=configs())
 def test_every_config_pool_and_key_has_its_own_stored_object(
-    target: Target, geometry: ModelGeometry, keys: list[str], configs: list[tuple[str, tuple[int, int]]]
+    hicache_target: Target,
+    geometry: ModelGeometry,
+    keys: list[str],
+    configs: list[tuple[str, tuple[int, int]]],
 ) -> None:
     """Cross-writes of adversarial keys, pools, model names and TP ranks never overwrite each other."""
     assume(all(len(k.encode()) <= 1024 for k in keys))
     last_writer: dict[tuple[object, ...], bytes] = {}
-    with target.storage() as storage:
+    with hicache_target.storage() as storage:
         rigs = [
-            Rig(target, geometry, storage, page_num=len(keys), model_name=model, tp_rank=rank, tp_size=size)
+            Rig(
+                hicache_target,
+                geometry,
+                storage,
+                page_num=len(keys),
+                model_name=model,
+                tp_rank=rank,
+                tp_size=size,
+            )
             for model, (rank, size) in configs
         ]
         try:
@@ -71,7 +82,7 @@ def test_every_config_pool_and_key_has_its_own_stored_object(
                             f"key {key!r} of {rig.config.model_name}@"
                             f"{rig.config.tp_rank}/{rig.config.tp_size}",
                         )
-            if target.caps.enumerates_objects:
+            if hicache_target.caps.enumerates_objects:
                 count = rigs[0].backend.stored_object_count()
                 assert count == len(last_writer), f"{count} stored objects for {len(last_writer)} entries"
         finally:
@@ -84,11 +95,11 @@ def test_every_config_pool_and_key_has_its_own_stored_object(
 )
 @given(stem=st.text("0123456789abcdef", min_size=1, max_size=8))
 def test_keys_that_spell_another_pools_suffix_stay_distinct(
-    target: Target, geometry: ModelGeometry, stem: str
+    hicache_target: Target, geometry: ModelGeometry, stem: str
 ) -> None:
     """``h`` in pool P never meets ``h_P``, ``h.P`` or ``h_k`` in any pool."""
-    target.require_side_pools(geometry)
-    with target.storage() as storage, Rig(target, geometry, storage, page_num=8) as rig:
+    hicache_target.require_side_pools(geometry)
+    with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=8) as rig:
         names = list(rig.pools)
         spelled = (
             [stem] + [f"{stem}{sep}{n}" for sep, n in product(("_", "."), names)] + [f"{stem}_k", f"{stem}_v"]

@@ -28,23 +28,24 @@ KEYS = st.lists(st.sampled_from(NAMES), min_size=1, max_size=3, unique=True)
 RANKS = st.sampled_from([0, 1])
 
 
-def test_random_operation_sequences_agree_with_a_dictionary_model(target: Target) -> None:
+def test_random_operation_sequences_agree_with_a_dictionary_model(hicache_target: Target) -> None:
     """Interleaved set/get/overwrite/exists/clear/restart over pools and ranks match the model."""
     geometry = load_geometry(FAMILY)
-    usable = [PoolName.KV, *(p.name for p in target.usable_pools(geometry))]
+    usable = [PoolName.KV, *(p.name for p in hicache_target.usable_pools(geometry))]
     specs = {p.name: p for p in geometry.pools}
-    policies = target.caps.hit_policies
+    policies = hicache_target.caps.hit_policies
 
     class StoreModel(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
-            self.storage = Path(tempfile.mkdtemp(prefix="stateful-", dir=target.root))
+            self.storage = Path(tempfile.mkdtemp(prefix="stateful-", dir=hicache_target.root))
             self.model: dict[tuple[object, ...], bytes] = {}
             self.rigs = self._open()
 
         def _open(self) -> dict[int, Rig]:
             return {
-                r: Rig(target, geometry, self.storage, page_num=PAGES, tp_rank=r, tp_size=2) for r in (0, 1)
+                r: Rig(hicache_target, geometry, self.storage, page_num=PAGES, tp_rank=r, tp_size=2)
+                for r in (0, 1)
             }
 
         def _present(self, rig: Rig, pool: str, key: str) -> bool:
@@ -57,7 +58,7 @@ def test_random_operation_sequences_agree_with_a_dictionary_model(target: Target
                 data = render_page(rig.pool(pool), seed, 3, salt=page)
                 rig.put(pool, page, data)
                 identity = entry_identity(rig.config, pool, key)
-                if target.caps.overwrites or identity not in self.model:
+                if hicache_target.caps.overwrites or identity not in self.model:
                     self.model[identity] = data
             assert rig.set(pool, keys, range(len(keys))) == [True] * len(keys)
 
@@ -103,7 +104,7 @@ def test_random_operation_sequences_agree_with_a_dictionary_model(target: Target
             self.rigs[0].backend.clear()
             self.model.clear()
 
-        @precondition(lambda self: target.caps.persistence)
+        @precondition(lambda self: hicache_target.caps.persistence)
         @rule()
         def restart(self) -> None:
             for rig in self.rigs.values():

@@ -112,3 +112,26 @@ def check_exists_result(actual: PoolTransferResult, expected: ExpectedExists) ->
             f"restorable_prefix_pages {actual.restorable_prefix_pages} != {expected.restorable_prefix_pages}"
         )
     return problems
+
+
+def reduce_across_ranks(results: Sequence[PoolTransferResult], span_pages: int) -> int:
+    """The hit every rank agrees on, reduced as SGLang 0.5.23's hybrid controller does it.
+
+    With a TRAILING_PAGES pool queried, each rank contributes one flag per prefix length (its
+    ``restorable_prefix_pages``, or ``1..kv_hit_pages`` when it leaves them out) and the flags
+    are reduced with MIN; the hit is the longest length every rank flagged
+    (``HybridCacheController._sync_prefetch_hit_query``).
+    """
+    flags = [1] * (span_pages + 1)
+    for result in results:
+        hit = result.kv_hit_pages
+        pages = result.restorable_prefix_pages
+        own = set(range(1, hit + 1) if pages is None else (p for p in pages if 0 < p <= hit))
+        flags = [f if p == 0 or p in own else 0 for p, f in enumerate(flags)]
+    return max(p for p, f in enumerate(flags) if f)
+
+
+def reduced_expected_hit(expected: Sequence[ExpectedExists]) -> int:
+    """The longest prefix every rank can restore: the intersection of their restorable sets."""
+    common = set.intersection(*(set(e.restorable_prefix_pages) for e in expected)) if expected else set()
+    return max(common, default=0)

@@ -47,8 +47,8 @@ from conformance.oracle import (
     reduced_expected_hit,
 )
 from conformance.rig import Rig, Target
-from conformance.strategies import render_page
-from conformance.suite._common import entry_identity
+from conformance.sharing import Shape, entry_identity, is_storage_writer
+from conformance.strategies import rank_sets, render_page
 
 KEY_NAMES = tuple(f"s{i}" for i in range(6))
 """Few keys, so spans overlap and operations meet each other's entries."""
@@ -69,7 +69,8 @@ class HiCacheStoreMachine(RuleBasedStateMachine):
     """The model geometry: its side pools cover all three hit policies."""
     pages: ClassVar[int] = MAX_SPAN
     """Host pages in every pool; at least ``MAX_SPAN``, the longest span a rule draws."""
-    ranks: ClassVar[tuple[int, ...]] = (0, 1)
+    max_ranks: ClassVar[int] = 4
+    """At most this many ranks of one drawn deployment share the store."""
 
     @classmethod
     def bound_to(cls, target: Target) -> type[HiCacheStoreMachine]:
@@ -89,8 +90,8 @@ class HiCacheStoreMachine(RuleBasedStateMachine):
         self.storage = Path(tempfile.mkdtemp(prefix="stateful-", dir=self.target.root))
         self.model: dict[Identity, bytes] = {}
         self.version = 0  # every store renders new bytes, so a stale overwrite always shows
+        self.shapes: list[Shape] = []
         self.rigs: dict[int, Rig] = {}
-        self._open()
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -100,24 +101,21 @@ class HiCacheStoreMachine(RuleBasedStateMachine):
         return self.target.caps
 
     def rank(self, draw: int) -> int:
-        return self.ranks[draw % len(self.ranks)]
+        """A drawn number as one of the deployment's ranks (an index into ``shapes``)."""
+        return draw % len(self.shapes)
 
     def _open(self) -> None:
         assert self.target is not None
         self.rigs = {
-            r: Rig(
-                self.target,
-                self.geometry,
-                self.storage,
-                page_num=self.pages,
-                tp_rank=r,
-                tp_size=len(self.ranks),
-            )
-            for r in self.ranks
+            r: Rig(self.target, self.geometry, self.storage, page_num=self.pages, shape=shape)
+            for r, shape in enumerate(self.shapes)
         }
 
     def identity(self, rank: int, pool: PoolName, key: str) -> Identity:
         return entry_identity(self.rigs[rank].config, pool, key)
+
+    def writes(self, rank: int, pool: PoolName) -> bool:
+        return is_storage_writer(self.rigs[rank].config, pool)
 
     def present(self, rank: int, pool: str, key: str) -> bool:
         return self.identity(rank, PoolName(pool), key) in self.model
@@ -178,11 +176,19 @@ class HiCacheStoreMachine(RuleBasedStateMachine):
 
     # -- rules -------------------------------------------------------------------------------
 
-    @initialize(span=st.lists(st.sampled_from(KEY_NAMES), min_size=1, max_size=3, unique=True))
-    def seed_store(self, span: list[str]) -> None:
-        """Start with some KV on rank 0, so overwrites and hits come early in every run."""
-        self._store_pool(0, PoolName.KV, span, range(len(span)))
-        assert self.rigs[0].set(PoolName.KV, span, range(len(span))) == [True] * len(span)
+    @initialize(
+        data=st.data(), span=st.lists(st.sampled_from(KEY_NAMES), min_size=1, max_size=3, unique=True)
+    )
+    def open_and_seed(self, data: st.DataObject, span: list[str]) -> None:
+        """Ranks of one drawn deployment open the store; the first stores some KV, so overwrites
+        and hits come early in every run."""
+        self.shapes = data.draw(rank_sets(mla=self.geometry.is_mla, max_ranks=self.max_ranks), label="ranks")
+        note(f"ranks: {[s.label() for s in self.shapes]}")
+        self._open()
+        writers = [r for r in self.rigs if self.writes(r, PoolName.KV)]
+        if writers:
+            self._store_pool(writers[0], PoolName.KV, span, range(len(span)))
+            assert self.rigs[writers[0]].set(PoolName.KV, span, range(len(span))) == [True] * len(span)
 
     @rule(
         rank=rank_draws,
@@ -191,13 +197,15 @@ class HiCacheStoreMachine(RuleBasedStateMachine):
         pool_mask=st.integers(0, 255),
     )
     def backup(self, rank: int, span: list[str], window: int, pool_mask: int) -> None:
-        """Side pools first, in one batch_set_v2 with per-pool key lists, then the span's KV."""
+        """Side pools first, in one batch_set_v2 with per-pool key lists, then the span's KV;
+        a rank backs up only the pools it writes (``is_storage_writer``), as the controller does."""
         rank = self.rank(rank)
         rig = self.rigs[rank]
-        chosen = [s for i, s in enumerate(self.side) if pool_mask >> i & 1]
+        chosen = [s for i, s in enumerate(self.side) if pool_mask >> i & 1 and self.writes(rank, s.name)]
+        kv = [PoolName.KV] if self.writes(rank, PoolName.KV) else []
         overwritten = [
             (pool, key)
-            for pool in [PoolName.KV, *(s.name for s in chosen)]
+            for pool in [*kv, *(s.name for s in chosen)]
             for key in span
             if self.identity(rank, pool, key) in self.model
         ]
@@ -213,8 +221,9 @@ class HiCacheStoreMachine(RuleBasedStateMachine):
                 assert flags == [True] * len(t.keys or []), (
                     f"batch_set_v2 over {[str(x.name) for x in transfers]}: pool {t.name} answered {flags}"
                 )
-        self._store_pool(rank, PoolName.KV, span, range(len(span)))
-        assert rig.set(PoolName.KV, span, range(len(span))) == [True] * len(span), "KV backup failed"
+        if kv:
+            self._store_pool(rank, PoolName.KV, span, range(len(span)))
+            assert rig.set(PoolName.KV, span, range(len(span))) == [True] * len(span), "KV backup failed"
         if overwritten:  # read every overwritten entry back at once: stale bytes show here
             positions = {key: i for i, key in enumerate(span)}
             for spec in [self.geometry.kv, *chosen]:

@@ -2,20 +2,32 @@
 
 Hybrid models store several pools under the same page hashes. A backend that drops the pool from
 its object names, shares a staging buffer between pools, or scatters a page into the wrong slots
-corrupts a neighbour silently.
+corrupts a neighbour silently. The ranks of a deployment share a store the same way: another
+pipeline stage, CP rank, DCP shard or (for sharded state) TP rank never sees this rank's entries.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from conformance.geometry import ModelGeometry
 from conformance.interface import PoolName
 from conformance.rig import Rig, Target
-from conformance.strategies import payload_seeds, render_page
-from conformance.suite._common import HYBRID, ids, kv_layouts, misaligns
+from conformance.sharing import Shape, fit, writer_of
+from conformance.strategies import deployments, payload_seeds, ranks_of, render_page, shapes
+from conformance.suite._common import (
+    GEOMETRIES,
+    HYBRID,
+    entry_identity,
+    ids,
+    is_storage_writer,
+    kv_layouts,
+    misaligns,
+)
 
 PAGES = 6
 
@@ -33,6 +45,11 @@ def _store_everything(rig: Rig, keys: list[str], seed: int, salt: int) -> dict[P
             rig.put(name, page, data)
         assert rig.set(name, keys, range(len(keys))) == [True] * len(keys)
     return written
+
+
+def writer_shapes(geometry: ModelGeometry) -> st.SearchStrategy[Shape]:
+    """Ranks that back every pool of ``geometry`` up (for MLA, the writer of its DCP shard)."""
+    return shapes(mla=geometry.is_mla).map(writer_of if geometry.is_mla else lambda s: s)
 
 
 @pytest.mark.parametrize("geometry", HYBRID, ids=ids(HYBRID))
@@ -54,9 +71,12 @@ def test_overwriting_one_pool_never_changes_another_pool(
     hicache_target.require_side_pools(geometry)
     hicache_target.require_layout(layout)
     keys = [f"shared-{i}" for i in range(count)]
+    shape = data.draw(writer_shapes(geometry), label="rank")
     with (
         hicache_target.storage() as storage,
-        Rig(hicache_target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig,
+        Rig(
+            hicache_target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES, shape=shape
+        ) as rig,
     ):
         written = _store_everything(rig, keys, seed, salt=0)
         victim = data.draw(st.sampled_from(_all_pools(rig)), label="overwritten pool")
@@ -83,9 +103,10 @@ def test_entries_in_one_pool_are_invisible_to_another_pools_exists(
     specs = hicache_target.require_side_pools(geometry)
     hicache_target.require_layout(layout)
     keys = [f"lonely-{i}" for i in range(count)]
+    shape = data.draw(writer_shapes(geometry), label="rank")
     with (
         hicache_target.storage() as storage,
-        Rig(hicache_target, geometry, storage, layout=layout, page_num=PAGES) as rig,
+        Rig(hicache_target, geometry, storage, layout=layout, page_num=PAGES, shape=shape) as rig,
     ):
         side = data.draw(st.sampled_from(specs), label="side pool")
         rig.put(side.name, 0, render_page(rig.pool(side.name), seed, 2))
@@ -142,3 +163,66 @@ def test_get_never_touches_host_memory_outside_its_target_slots(
                 assert buf.count(canary) >= len(buf) - count * pool.page_nbytes(), (
                     f"get wrote outside {name}'s pages"
                 )
+
+
+_DIMENSIONS = {"tp": "tp_size", "pp": "pp_size", "cp": "attn_cp_size"}
+
+
+@st.composite
+def neighbouring_ranks(draw: st.DrawFn) -> tuple[Shape, Shape]:
+    """Two ranks of one deployment that differ in one coordinate: TP (and with it DCP), stage or CP."""
+    d = draw(deployments())
+    if d.tp_size == d.pp_size == d.attn_cp_size == 1:
+        d = replace(d, pp_size=2)
+    a = draw(ranks_of(d))
+    dimension = draw(st.sampled_from([k for k, size in _DIMENSIONS.items() if getattr(d, size) > 1]))
+    size = getattr(d, _DIMENSIONS[dimension])
+    step = draw(st.integers(1, size - 1))
+    if dimension == "tp":
+        tp = (a.tp_rank + step) % size
+        b = replace(a, tp_rank=tp, dcp_rank=tp % a.dcp_size)
+    elif dimension == "pp":
+        b = replace(a, pp_rank=(a.pp_rank + step) % size)
+    else:
+        b = replace(a, attn_cp_rank=(a.attn_cp_rank + step) % size)
+    return a, b
+
+
+_DCP = {"dcp_size": 2, "logical_page_size": 2}
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
+@given(pair=neighbouring_ranks(), count=st.integers(1, 3))
+@example(pair=(Shape(pp_size=2), Shape(pp_rank=1, pp_size=2)), count=1)
+@example(pair=(Shape(attn_cp_size=2), Shape(attn_cp_rank=1, attn_cp_size=2)), count=1)
+@example(pair=(Shape(tp_size=2, **_DCP), Shape(tp_rank=1, tp_size=2, dcp_rank=1, **_DCP)), count=1)
+def test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share(
+    hicache_target: Target, geometry: ModelGeometry, pair: tuple[Shape, Shape], count: int
+) -> None:
+    """Entries one rank stores are absent, to get and exists, on a rank whose shard SGLang keeps apart."""
+    a, b = (fit(s, geometry.is_mla) for s in pair)
+    if geometry.is_mla and b.tp_rank == b.dcp_rank:
+        a, b = b, a  # let the rank that backs replicated state up be the one that stores
+    keys = [f"mine-{i}" for i in range(count)]
+    with (
+        hicache_target.storage() as storage,
+        Rig(hicache_target, geometry, storage, page_num=PAGES, shape=a) as owner,
+        Rig(hicache_target, geometry, storage, page_num=PAGES, shape=b) as other,
+    ):
+        stored = [n for n in owner.pools if is_storage_writer(owner.config, n)]
+        for n, name in enumerate(stored):
+            for page in range(count):
+                owner.put(name, page, render_page(owner.pool(name), n, 2, salt=page))
+            done = owner.set(name, keys, range(count))
+            assert done == [True] * count, f"{name} set at {a.label()} returned {done}"
+        apart = [
+            n for n in stored if entry_identity(owner.config, n, "") != entry_identity(other.config, n, "")
+        ]
+        if PoolName.KV in apart:
+            hits = other.backend.batch_exists(keys)
+            assert hits == 0, f"batch_exists at {b.label()} counted {hits} of the keys {a.label()} stored"
+        for name in apart:
+            got = other.get(name, keys, range(count))
+            assert got == [False] * count, (
+                f"{name} get at {b.label()} returned {got} for keys {a.label()} stored"
+            )

@@ -3,6 +3,10 @@
 Naming schemes that glue strings together collide: key ``a_k`` of one pool against key ``a`` of a
 ``_k`` component, ``org/model`` against ``org_model``, rank 1 of 12 against rank 11 of 2. Each
 entry here gets its own payload; if any two share an object, one of them reads back the other's.
+
+The ranks of a deployment (TP, pipeline stages, attention CP, DCP) follow SGLang's sharing rule
+(:mod:`conformance.sharing`): shards it keeps apart must stay apart, and the replicated entries one
+writer stores must be found by every rank that shares them.
 """
 
 from __future__ import annotations
@@ -10,14 +14,22 @@ from __future__ import annotations
 from itertools import product
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 from conformance.geometry import ModelGeometry
 from conformance.interface import PoolName
 from conformance.rig import Rig, Target
-from conformance.strategies import adversarial_keys, model_names, render_page
-from conformance.suite._common import GEOMETRIES, entry_identity, ids
+from conformance.sharing import Shape, fit, writer_of
+from conformance.strategies import (
+    adversarial_keys,
+    deployments,
+    model_names,
+    rank_sets,
+    ranks_of,
+    render_page,
+)
+from conformance.suite._common import GEOMETRIES, entry_identity, ids, is_storage_writer
 
 RANKS = [(0, 1), (0, 2), (1, 2), (1, 12), (11, 2), (2, 11)]
 
@@ -64,6 +76,8 @@ def test_every_config_pool_and_key_has_its_own_stored_object(
         try:
             for r, rig in enumerate(rigs):
                 for n, name in enumerate(rig.pools):
+                    if not is_storage_writer(rig.config, name):
+                        continue  # replicated state is backed up by its writer rank only
                     pool = rig.pool(name)
                     for i in range(len(keys)):
                         payload = render_page(pool, r * 7919 + n * 131 + i, 2, salt=r)
@@ -72,16 +86,14 @@ def test_every_config_pool_and_key_has_its_own_stored_object(
                     assert rig.set(name, keys, range(len(keys))) == [True] * len(keys)
             for rig in rigs:
                 for name in rig.pools:
+                    where = f"{rig.config.model_name}@{rig.config.tp_rank}/{rig.config.tp_size}"
+                    want = [last_writer.get(entry_identity(rig.config, name, key)) for key in keys]
                     rig.pool(name).fill(0x00)
-                    assert rig.get(name, keys, range(len(keys))) == [True] * len(keys)
+                    got = rig.get(name, keys, range(len(keys)))
+                    assert got == [w is not None for w in want], f"{name} get at {where} returned {got}"
                     for i, key in enumerate(keys):
-                        rig.expect(
-                            name,
-                            i,
-                            last_writer[entry_identity(rig.config, name, key)],
-                            f"key {key!r} of {rig.config.model_name}@"
-                            f"{rig.config.tp_rank}/{rig.config.tp_size}",
-                        )
+                        if want[i] is not None:
+                            rig.expect(name, i, want[i], f"key {key!r} of {where}")
             if hicache_target.caps.enumerates_objects:
                 count = rigs[0].backend.stored_object_count()
                 assert count == len(last_writer), f"{count} stored objects for {len(last_writer)} entries"
@@ -117,3 +129,156 @@ def test_keys_that_spell_another_pools_suffix_stay_distinct(
             assert rig.get(name, spelled, range(len(spelled))) == [True] * len(spelled)
             for i, key in enumerate(spelled):
                 rig.expect(name, i, expected[(name, key)], f"key {key!r}")
+
+
+# One rank and its neighbour in each dimension: another stage, another CP rank, and another TP rank
+# that (for MLA) is another DCP shard. Every shard-blind naming scheme collides somewhere in it.
+NEIGHBOURS = [
+    Shape(
+        tp_rank=0,
+        tp_size=2,
+        pp_rank=0,
+        pp_size=2,
+        attn_cp_rank=0,
+        attn_cp_size=2,
+        dcp_size=2,
+        logical_page_size=2,
+    ),
+    Shape(
+        tp_rank=0,
+        tp_size=2,
+        pp_rank=1,
+        pp_size=2,
+        attn_cp_rank=0,
+        attn_cp_size=2,
+        dcp_size=2,
+        logical_page_size=2,
+    ),
+    Shape(
+        tp_rank=0,
+        tp_size=2,
+        pp_rank=0,
+        pp_size=2,
+        attn_cp_rank=1,
+        attn_cp_size=2,
+        dcp_size=2,
+        logical_page_size=2,
+    ),
+    Shape(
+        tp_rank=1,
+        tp_size=2,
+        pp_rank=0,
+        pp_size=2,
+        attn_cp_rank=0,
+        attn_cp_size=2,
+        dcp_rank=1,
+        dcp_size=2,
+        logical_page_size=2,
+    ),
+]
+shard_keys = st.lists(
+    st.text("0123456789abcdef", min_size=1, max_size=8), min_size=1, max_size=3, unique=True
+)
+
+
+def _label(rig: Rig) -> str:
+    return f"{rig.config.model_name}@{rig.shape.label()}"
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
+@given(keys=shard_keys, ranks=rank_sets())
+@example(keys=["0"], ranks=NEIGHBOURS)
+def test_every_shard_a_deployment_keeps_apart_has_its_own_entry(
+    hicache_target: Target, geometry: ModelGeometry, keys: list[str], ranks: list[Shape]
+) -> None:
+    """Ranks of one deployment (TP, pipeline stages, CP, DCP) each read back their own shard's bytes."""
+    shapes = list(dict.fromkeys(fit(s, geometry.is_mla) for s in ranks))
+    stored: dict[tuple[object, ...], bytes] = {}
+    with hicache_target.storage() as storage:
+        rigs = [Rig(hicache_target, geometry, storage, page_num=len(keys), shape=s) for s in shapes]
+        try:
+            for r, rig in enumerate(rigs):
+                for n, name in enumerate(rig.pools):
+                    if not is_storage_writer(rig.config, name):
+                        continue  # the controller never backs replicated state up from this rank
+                    for i, key in enumerate(keys):
+                        payload = render_page(rig.pool(name), 7919 * r + 131 * n + i, 2, salt=r)
+                        rig.put(name, i, payload)
+                        stored[entry_identity(rig.config, name, key)] = payload
+                    done = rig.set(name, keys, range(len(keys)))
+                    assert done == [True] * len(keys), f"{name} set at {_label(rig)} returned {done}"
+            for rig in rigs:
+                for name in rig.pools:
+                    if not is_storage_writer(rig.config, name):
+                        continue
+                    rig.pool(name).fill(0x00)
+                    got = rig.get(name, keys, range(len(keys)))
+                    assert got == [True] * len(keys), f"{name} get at {_label(rig)} returned {got}"
+                    for i, key in enumerate(keys):
+                        want = stored[entry_identity(rig.config, name, key)]
+                        rig.expect(name, i, want, f"key {key!r} at {_label(rig)}")
+            if hicache_target.caps.enumerates_objects:
+                count = rigs[0].backend.stored_object_count()
+                assert count == len(stored), f"{count} stored objects for {len(stored)} shard entries"
+        finally:
+            for rig in rigs:
+                rig.close()
+
+
+MLA = [g for g in GEOMETRIES if g.is_mla]
+
+
+def _a_reader(shape: Shape) -> Shape:
+    """A rank that is not its DCP shard's writer: the next DCP group's rank where there is one."""
+    if shape.tp_rank != shape.dcp_rank or shape.tp_rank + shape.dcp_size >= shape.tp_size:
+        return shape
+    return Shape(**{**shape.config_fields(), "tp_rank": shape.tp_rank + shape.dcp_size})
+
+
+readers = deployments(mla=True).filter(lambda d: d.tp_size > d.dcp_size).flatmap(ranks_of).map(_a_reader)
+
+
+@pytest.mark.parametrize("geometry", MLA, ids=ids(MLA))
+@given(keys=shard_keys, reader=readers)
+@example(keys=["0"], reader=Shape(tp_rank=1, tp_size=2))
+@example(keys=["0"], reader=Shape(tp_rank=3, tp_size=4, dcp_rank=1, dcp_size=2, logical_page_size=2))
+def test_every_tp_rank_reads_the_replicated_entries_its_writer_stored(
+    hicache_target: Target, geometry: ModelGeometry, keys: list[str], reader: Shape
+) -> None:
+    """MLA state the writer rank stores (``is_storage_writer``) is found, byte-exact, on every TP rank."""
+    with hicache_target.storage() as storage:
+        writer = Rig(hicache_target, geometry, storage, page_num=len(keys), shape=writer_of(reader))
+        other = Rig(hicache_target, geometry, storage, page_num=len(keys), shape=reader)
+        try:
+            shared = [
+                n
+                for n in writer.pools
+                if entry_identity(writer.config, n, "") == entry_identity(other.config, n, "")
+            ]
+            assert shared, (
+                f"{geometry.family} replicates no pool between {_label(writer)} and {_label(other)}"
+            )
+            stored: dict[PoolName, list[bytes]] = {}
+            for n, name in enumerate(shared):
+                stored[name] = [
+                    render_page(writer.pool(name), 31 * n + i, 3, salt=i) for i in range(len(keys))
+                ]
+                for i, payload in enumerate(stored[name]):
+                    writer.put(name, i, payload)
+                done = writer.set(name, keys, range(len(keys)))
+                assert done == [True] * len(keys), f"{name} set at {_label(writer)} returned {done}"
+            if PoolName.KV in shared:
+                hits = other.backend.batch_exists(list(keys))
+                where = f"{_label(other)} (stored at {_label(writer)})"
+                assert hits == len(keys), f"batch_exists at {where} found {hits} of {len(keys)} keys"
+            for name in shared:
+                other.pool(name).fill(0x00)
+                got = other.get(name, keys, range(len(keys)))
+                assert got == [True] * len(keys), (
+                    f"{name} get at {_label(other)} returned {got} for keys {_label(writer)} stored"
+                )
+                for i, key in enumerate(keys):
+                    other.expect(name, i, stored[name][i], f"key {key!r} stored at {_label(writer)}")
+        finally:
+            writer.close()
+            other.close()

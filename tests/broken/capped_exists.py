@@ -1,0 +1,25 @@
+"""Defect: exists looks at the first 128 keys of a span (one buffer's worth) and stops there."""
+
+from __future__ import annotations
+
+from conformance.capabilities import BackendSpec
+from conformance.interface import HiCacheStorageExtraInfo, PoolTransfer, PoolTransferResult
+from conformance.memory_backend import CAPABILITIES, MemoryBackend
+
+QUERY_PAGES = 128
+
+
+class CappedExistsBackend(MemoryBackend):
+    def batch_exists(self, keys: list[str], extra_info: HiCacheStorageExtraInfo | None = None) -> int:
+        return super().batch_exists(keys[:QUERY_PAGES], extra_info)
+
+    def batch_exists_v2(
+        self,
+        keys: list[str],
+        pool_transfers: list[PoolTransfer] | None = None,
+        extra_info: HiCacheStorageExtraInfo | None = None,
+    ) -> PoolTransferResult:
+        return super().batch_exists_v2(keys[:QUERY_PAGES], pool_transfers, extra_info)
+
+
+SPEC = BackendSpec("broken-capped-exists", CappedExistsBackend, CAPABILITIES)

@@ -70,6 +70,24 @@ BROKEN = [
         "test_crash_and_faults",
         "test_a_writer_killed_mid_batch_leaves_every_key_whole_or_absent",
     ),
+    *(
+        (broken, family, prop)
+        for broken in ("pp_blind_names", "cp_blind_names", "dcp_blind_names")
+        for family, prop in (
+            ("test_sidecar_key_uniqueness", "test_every_shard_a_deployment_keeps_apart_has_its_own_entry"),
+            ("test_pool_isolation", "test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share"),
+        )
+    ),
+    (
+        "rank_blind_names",
+        "test_pool_isolation",
+        "test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share",
+    ),
+    (
+        "mla_per_rank_names",
+        "test_sidecar_key_uniqueness",
+        "test_every_tp_rank_reads_the_replicated_entries_its_writer_stored",
+    ),
 ]
 
 # Properties checked over a fixed table rather than drawn by hypothesis: no example to shrink.

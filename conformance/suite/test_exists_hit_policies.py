@@ -7,13 +7,14 @@ docstrings, over random presence patterns in every pool.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from conformance.geometry import ModelGeometry
-from conformance.interface import PoolHitPolicy, PoolName
+from conformance.geometry import ModelGeometry, load_geometry
+from conformance.interface import PoolHitPolicy, PoolName, PoolTransfer
 from conformance.oracle import check_exists_result, expected_exists_v2, leading_run
 from conformance.rig import Rig, Target
 from conformance.suite._common import GEOMETRIES, HYBRID, ids
@@ -108,4 +109,77 @@ def test_batch_exists_v2_follows_every_pools_hit_policy(
                 assert rig.set(PoolName(name), [keys[i] for i in stored], stored) == [True] * len(stored)
         expected = expected_exists_v2(keys, transfers, lambda pool, key: flags[pool][keys.index(key)])
         problems = check_exists_result(rig.backend.batch_exists_v2(keys, transfers), expected)
+        assert not problems, "; ".join(problems)
+
+
+UNKNOWN_POLICY = "no_such_policy"
+"""A hit policy no SGLang version defines, so every backend has one policy it must refuse."""
+
+
+def test_a_hit_policy_the_backend_does_not_declare_is_refused_never_answered_zero(
+    hicache_target: Target,
+) -> None:
+    """Asked about a hit policy it does not declare, batch_exists_v2 raises, never a silent zero."""
+    target = hicache_target
+    geometry = load_geometry("adversarial")
+    pool = target.require_side_pools(geometry)[0]
+    undeclared: list[PoolHitPolicy | str] = [p for p in PoolHitPolicy if p not in target.caps.hit_policies]
+    keys = [f"policy-{i}" for i in range(4)]
+    answered = []
+    with target.storage() as storage, Rig(target, geometry, storage, page_num=len(keys)) as rig:
+        for name in (PoolName.KV, pool.name):  # every page present: any honest figure is non-zero
+            assert rig.set(name, keys, range(len(keys))) == [True] * len(keys)
+        for policy in [*undeclared, UNKNOWN_POLICY]:
+            transfer = PoolTransfer(
+                name=pool.name,
+                keys=keys,
+                hit_policy=cast(PoolHitPolicy, policy),
+                block_pages=2,
+                group_pages=2,
+            )
+            try:
+                result = rig.backend.batch_exists_v2(keys, [transfer])
+            except Exception:  # any exception is a refusal; which one is the backend's to choose
+                continue
+            answered.append(f"{getattr(policy, 'value', policy)!r} -> {result}")
+    assert not answered, "undeclared hit policies were answered instead of refused: " + "; ".join(answered)
+
+
+TRAILING = [g for g in HYBRID if any(p.hit_policy is PoolHitPolicy.TRAILING_PAGES for p in g.side_pools)]
+
+
+@pytest.mark.hicache_requires("fills_restorable_prefix")
+@pytest.mark.parametrize("geometry", TRAILING, ids=ids(TRAILING))
+@given(
+    pages=st.integers(1, PAGES),
+    gap=st.integers(0, PAGES - 1),
+    window=st.integers(1, 3),
+)
+@example(pages=5, gap=3, window=1)
+def test_a_trailing_pool_query_fills_the_restorable_prefix_set(
+    hicache_target: Target, geometry: ModelGeometry, pages: int, gap: int, window: int
+) -> None:
+    """With a TRAILING_PAGES pool queried, restorable_prefix_pages is given, never None, and is right."""
+    target = hicache_target
+    trailing = [p for p in target.queryable_pools(geometry) if p.hit_policy is PoolHitPolicy.TRAILING_PAGES]
+    if not trailing:
+        pytest.skip(f"backend {target.spec.name!r} declares none of {geometry.family}'s trailing pools")
+    pool = trailing[0]
+    keys = [f"rp-{i}" for i in range(pages)]
+    held = [i for i in range(pages) if i != gap]  # the trailing pool misses one page
+    with target.storage() as storage, Rig(target, geometry, storage, page_num=PAGES) as rig:
+        assert rig.set(PoolName.KV, keys, range(pages)) == [True] * pages
+        if held:
+            assert rig.set(pool.name, [keys[i] for i in held], held) == [True] * len(held)
+        transfers = [pool.exists_transfer(keys[-window:])]
+        result = rig.backend.batch_exists_v2(keys, transfers)
+        expected = expected_exists_v2(
+            keys, transfers, lambda name, key: name == "kv" or keys.index(key) != gap
+        )
+        assert result.restorable_prefix_pages is not None, (
+            f"restorable_prefix_pages is None (kv_hit_pages {result.kv_hit_pages}); the restorable "
+            f"set is {expected.restorable_prefix_pages}. Declare fills_restorable_prefix=False if it is "
+            "never given"
+        )
+        problems = check_exists_result(result, expected)
         assert not problems, "; ".join(problems)

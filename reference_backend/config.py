@@ -21,10 +21,20 @@ QUEUES = {"aio": {}, "uring": {"use_uring": "true"}}
 _OUR_KEYS = {"storage_dir", "queue", "fsync", "verify", "segment_mib", "use_direct_io", "plugin"}
 
 
-def _flag(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _flag(value: Any, name: str) -> bool:
+    """A boolean setting as JSON gives it (``true``) or as users write it (``"true"``); anything
+    else is refused, so that a typo never selects a mode silently."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ValueError(f"{name} must be true or false (or the strings {_TRUE + _FALSE}), not {value!r}")
 
 
 @dataclass(frozen=True)
@@ -46,13 +56,17 @@ class BackendConfig:
         plugin = extra.get("plugin")
         params: dict[str, Any] = {}
         if isinstance(plugin, dict):
-            active = [k for k, v in plugin.items() if _flag(dict(v).get("active", False))]
+            active = [
+                k for k, v in plugin.items() if _flag(dict(v).get("active", False), f"plugin.{k}.active")
+            ]
             if active and active[0].lower() != "posix":
                 raise ValueError(f"only the POSIX plugin is supported, not {active[0]!r}")
             params = {k: v for k, v in dict(plugin.get("posix", {})).items() if k != "active"}
         else:
             params = {k: v for k, v in extra.items() if k not in _OUR_KEYS}
-        queue = str(extra.get("queue", "uring" if _flag(params.get("use_uring", False)) else "aio"))
+        queue = str(
+            extra.get("queue", "uring" if _flag(params.get("use_uring", False), "use_uring") else "aio")
+        )
         if queue not in QUEUES:
             raise ValueError(f"queue must be one of {sorted(QUEUES)}, not {queue!r}")
         if isinstance(location, dict):
@@ -65,9 +79,9 @@ class BackendConfig:
         )
         return cls(
             storage_dir=Path(folder),
-            direct_io=_flag(extra.get("use_direct_io", False)),
+            direct_io=_flag(extra.get("use_direct_io", False), "use_direct_io"),
             queue=queue,
-            fsync=_flag(extra.get("fsync", False)),
-            verify=_flag(extra.get("verify", True)),
+            fsync=_flag(extra.get("fsync", False), "fsync"),
+            verify=_flag(extra.get("verify", True), "verify"),
             segment_bytes=int(extra.get("segment_mib", 1024)) << 20,
         )

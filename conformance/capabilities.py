@@ -7,9 +7,11 @@ lacks as its reason, and the run ends with a list of every such skip.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -19,57 +21,191 @@ ALL_LAYOUTS = frozenset({"layer_first", "page_first", "page_first_direct"})
 SIDE_POOLS = frozenset(p for p in PoolName if p is not PoolName.KV)
 
 
+def _claim(default: Any, doc: str) -> Any:
+    """A capability field whose documentation lives beside it (README table, report, ``--help``)."""
+    if isinstance(default, (dict, Mapping)):
+        return field(default_factory=lambda: dict(default), metadata={"doc": doc})
+    return field(default=default, metadata={"doc": doc})
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """Claims a backend makes about itself.
 
-    ``io_modes`` maps a mode name to the ``extra_config`` that selects it; the suite crosses the
-    alignment property with every mode, and ``--backend-mode`` runs the whole suite in one.
-    ``direct_io_modes`` names those that use O_DIRECT, where misaligned memory must be staged.
-    ``reports_transfer_mode`` promises ``backend.transfer_mode(pool) -> "zero_copy" | "staged"``;
-    ``enumerates_objects`` promises ``backend.stored_object_count() -> int``.
-    ``persistence``: a new instance on the same storage, in any process, sees what was stored.
-    ``concurrent``: one instance may be called from several threads at once.
-    ``multiprocess``: several processes may share one storage location.
-    ``stores_files``: entries are regular files under the storage folder, which the suite may
-    truncate or corrupt. ``detects_corruption``: a damaged file reads back as False, never as
-    wrong bytes.
+    Each field's ``metadata["doc"]`` says what the claim promises and what the suite may then do;
+    :func:`capability_docs` gives them as rows (``python -m conformance.capabilities`` prints the
+    README's table). A property that needs a claim the backend does not make is skipped, with the
+    claim as its reason. Values are checked when the spec is built: a misspelt claim is one clear
+    error, never a traceback in the middle of the run.
     """
 
-    v1_kv: bool = True
-    kv_through_v2: bool = False
-    side_pools: frozenset[PoolName] = frozenset()
-    layouts: frozenset[str] = ALL_LAYOUTS
-    hit_policies: frozenset[PoolHitPolicy] = frozenset()
-    persistence: bool = False
-    concurrent: bool = False
-    multiprocess: bool = False
-    stores_files: bool = False
-    detects_corruption: bool = False
-    reports_transfer_mode: bool = False
-    enumerates_objects: bool = False
-    overwrites: bool = True
-    io_modes: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {"default": {}})
-    direct_io_modes: frozenset[str] = frozenset()
+    v1_kv: bool = _claim(
+        True,
+        "KV moves through the v1 calls (`batch_set_v1`, `batch_get_v1`, `batch_exists`); the suite "
+        "drives KV that way and checks `batch_exists`'s leading run.",
+    )
+    kv_through_v2: bool = _claim(
+        False,
+        "KV may also travel in `batch_set_v2`/`batch_get_v2` beside the side pools "
+        "(`register_mem_host_pool_v2(kv, PoolName.KV)` is called).",
+    )
+    side_pools: frozenset[PoolName] = _claim(
+        frozenset(),
+        "the side pools (`PoolName` members, never KV) the backend stores through v2; the suite "
+        "registers and moves only these, and skips geometries that have none of them.",
+    )
+    layouts: frozenset[str] = _claim(
+        ALL_LAYOUTS,
+        "KV host layouts accepted: `layer_first`, `page_first`, `page_first_direct`.",
+    )
+    hit_policies: frozenset[PoolHitPolicy] = _claim(
+        frozenset(),
+        "`PoolHitPolicy` members `batch_exists_v2` honours; exists is asked only about pools with "
+        "these policies.",
+    )
+    persistence: bool = _claim(
+        False,
+        "a new instance on the same storage, in any process, sees what was stored; the suite "
+        "restarts backends and runs writers in child processes (killed, size-limited, read-only).",
+    )
+    concurrent: bool = _claim(False, "one instance may be called from several threads at once.")
+    multiprocess: bool = _claim(
+        False, "several processes (each its own instance) may share one storage location."
+    )
+    stores_files: bool = _claim(
+        False,
+        "entries live in regular files under the storage folder the factory is given. The suite "
+        "may make that folder read-only, and truncate or corrupt whatever files a write created "
+        "or changed (found by comparing the folder before and after it); it assumes nothing about "
+        "file names or counts, and other files (markers, indexes, locks) are left alone.",
+    )
+    detects_corruption: bool = _claim(
+        False,
+        "a damaged entry reads back as False, never as wrong bytes (needs `stores_files`).",
+    )
+    reports_transfer_mode: bool = _claim(
+        False, 'promises `backend.transfer_mode(pool) -> "zero_copy" | "staged"`.'
+    )
+    enumerates_objects: bool = _claim(
+        False,
+        "promises `backend.stored_object_count() -> int`, one object per stored entry; the suite "
+        "checks no two entries share one.",
+    )
+    overwrites: bool = _claim(
+        True,
+        "a set of a stored key replaces its bytes; False declares first-write-wins (the second "
+        "set writes nothing).",
+    )
+    io_modes: Mapping[str, Mapping[str, Any]] = _claim(
+        {"default": {}},
+        "mode name -> `extra_config` that selects it; `--backend-mode` runs the suite in one, "
+        "and the alignment property crosses every mode.",
+    )
+    direct_io_modes: frozenset[str] = _claim(
+        frozenset(),
+        "the `io_modes` that use O_DIRECT, where misaligned host memory must be staged.",
+    )
+    stores_bytes: bool = _claim(
+        True,
+        "a get fills host memory with the bytes that were stored; False declares a keys-only "
+        "backend (SGLang's Sim): its keys, exists and hits are certified, every byte check is skipped.",
+    )
+    fills_restorable_prefix: bool = _claim(
+        True,
+        "`batch_exists_v2` fills `restorable_prefix_pages` whenever a TRAILING_PAGES pool is queried; "
+        "False declares it is left None, where SGLang's controller takes every prefix up to the hit as "
+        "restorable.",
+    )
+    string_flags: bool = _claim(
+        True,
+        'boolean `extra_config` settings also read as the JSON strings "true" and "false", as users write '
+        "`--hicache-storage-backend-extra-config`: every mode is certified so spelled, and any other "
+        'string there (e.g. "maybe") must be refused at construction.',
+    )
+    config_spellings: Mapping[str, tuple[Mapping[str, Any], ...]] = _claim(
+        {},
+        "mode name -> further `extra_config`s that must behave exactly as that mode (e.g. upstream's "
+        "nested `plugin` form).",
+    )
+    refused_configs: tuple[Mapping[str, Any], ...] = _claim(
+        (),
+        "`extra_config`s the backend cannot honour: each must fail construction with an exception, "
+        "never run as some other mode.",
+    )
+
+    def __post_init__(self) -> None:
+        problems: list[str] = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.type == "bool" and not isinstance(value, bool):
+                problems.append(f"{f.name} must be True or False, not {value!r}")
+        self._check_members("side_pools", PoolName, problems)
+        self._check_members("hit_policies", PoolHitPolicy, problems)
+        if PoolName.KV in self.side_pools:
+            problems.append("side_pools must not hold PoolName.KV: declare kv_through_v2 instead")
+        self._check_strings("layouts", problems)
+        if not self.layouts <= ALL_LAYOUTS:
+            problems.append(
+                f"layouts: unknown {sorted(set(self.layouts) - ALL_LAYOUTS)}; known: {sorted(ALL_LAYOUTS)}"
+            )
+        modes = self.io_modes
+        if not isinstance(modes, Mapping) or not modes:
+            problems.append(f"io_modes must map mode names to extra_config dicts, not {modes!r}")
+        else:
+            for name, extra in modes.items():
+                if not isinstance(name, str) or not isinstance(extra, Mapping):
+                    problems.append(f"io_modes[{name!r}] must be a str -> dict entry, not {extra!r}")
+            self._check_strings("direct_io_modes", problems)
+            if not self.direct_io_modes <= set(modes):
+                problems.append(
+                    f"direct_io_modes {sorted(self.direct_io_modes)} are not all in io_modes {sorted(modes)}"
+                )
+        if problems:
+            raise TypeError("invalid Capabilities: " + "; ".join(problems))
+
+    def _as_frozenset(self, name: str, problems: list[str]) -> frozenset[Any] | None:
+        value = getattr(self, name)
+        if isinstance(value, (str, bytes)) or not isinstance(value, (set, frozenset, list, tuple)):
+            problems.append(f"{name} must be a set, not {value!r}")
+            return None
+        frozen = frozenset(value)
+        object.__setattr__(self, name, frozen)
+        return frozen
+
+    def _check_members(self, name: str, kind: type[Enum], problems: list[str]) -> None:
+        values = self._as_frozenset(name, problems)
+        wrong = sorted(repr(v) for v in values or () if not isinstance(v, kind))
+        if wrong:
+            members = ", ".join(f"{kind.__name__}.{m.name}" for m in kind)
+            problems.append(f"{name} must hold {kind.__name__} members ({members}), not {', '.join(wrong)}")
+
+    def _check_strings(self, name: str, problems: list[str]) -> None:
+        values = self._as_frozenset(name, problems)
+        wrong = sorted(repr(v) for v in values or () if not isinstance(v, str))
+        if wrong:
+            problems.append(f"{name} must hold strings, not {', '.join(wrong)}")
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "v1_kv": self.v1_kv,
-            "kv_through_v2": self.kv_through_v2,
-            "side_pools": sorted(str(p) for p in self.side_pools),
-            "layouts": sorted(self.layouts),
-            "hit_policies": sorted(str(h.value) for h in self.hit_policies),
-            "persistence": self.persistence,
-            "concurrent": self.concurrent,
-            "multiprocess": self.multiprocess,
-            "stores_files": self.stores_files,
-            "detects_corruption": self.detects_corruption,
-            "reports_transfer_mode": self.reports_transfer_mode,
-            "enumerates_objects": self.enumerates_objects,
-            "overwrites": self.overwrites,
-            "io_modes": sorted(self.io_modes),
-            "direct_io_modes": sorted(self.direct_io_modes),
-        }
+        """JSON-ready claims, one entry per field, sets sorted."""
+        return {f.name: _shown(getattr(self, f.name)) for f in fields(self)}
+
+
+def _shown(value: Any) -> Any:
+    """A claim as JSON: mappings by their keys, sets sorted, enum members by value."""
+    if isinstance(value, Mapping):
+        return sorted(value)
+    if isinstance(value, frozenset):
+        return sorted(str(v.value) if isinstance(v, Enum) else str(v) for v in value)
+    return value
+
+
+def capability_docs() -> list[tuple[str, str, str]]:
+    """``(field, default, what it promises)`` for every capability, in declaration order."""
+    rows = []
+    for f in fields(Capabilities):
+        default = f.default_factory() if f.default_factory is not MISSING else f.default
+        rows.append((f.name, json.dumps(_shown(default)), str(f.metadata.get("doc", ""))))
+    return rows
 
 
 Factory = Callable[[HiCacheStorageConfig, Path], Any]

@@ -1,57 +1,65 @@
 """The pytest plugin: ``pytest --backend=NAME`` certifies a HiCache v2 storage backend.
 
-Registered through the ``pytest11`` entry point. With ``--backend`` and no test paths, the run
+Registered through the ``pytest11`` entry point, so it is loaded in every pytest run of the
+environment it is installed in. Without ``--backend`` it stays inert: it imports nothing heavy,
+loads no hypothesis profile, adds no warning filter, and offers only the ``hicache_target``
+fixture and the ``hicache_requires`` marker. With ``--backend`` and no test paths, the run
 collects the installed suite (``conformance/suite``); with paths, it runs those, so a project can
-mix the suite into its own tests.
+mix the suite into its own tests, but only a run of every suite property, and nothing else, can
+certify.
+
+One hypothesis seed serves the whole run: chosen here (or given with ``--hypothesis-seed``) and
+handed to every xdist worker, with hypothesis's example database off, so that the rerun command
+the report prints reproduces the same failures.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import random
+import shlex
+import shutil
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings
 
-from conformance.registry import BackendResolutionError, resolve_backend
-from conformance.report import CertReport, PropertyResult, environment, examples_run
-from conformance.rig import Target
+if TYPE_CHECKING:
+    from conformance.capabilities import BackendSpec
+    from conformance.report import CertReport, PropertyResult
+    from conformance.rig import Target
 
-SUITE_DIR = Path(__file__).parent / "suite"
+SUITE_DIR = (Path(__file__).parent / "suite").resolve()
+DEFAULT_PROFILE = "hicache-default"
 
-settings.register_profile(
-    "hicache-default",
-    max_examples=12,
-    deadline=None,
-    # the explain phase re-runs a failure dozens of times; "thorough" keeps it
-    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink],
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    print_blob=True,
-)
-settings.register_profile(
-    "thorough",
-    max_examples=400,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    print_blob=True,
-)
-if not os.environ.get("HYPOTHESIS_PROFILE"):
-    settings.load_profile("hicache-default")
 
-_target_key = pytest.StashKey[Target]()
-_skips_key = pytest.StashKey[list[tuple[str, str]]]()
-_report_key = pytest.StashKey[CertReport]()
+@dataclass
+class _Run:
+    """What ``--backend`` chose, and what this process learnt about the suite's properties."""
+
+    name: str
+    spec: BackendSpec
+    mode: str
+    seed: int
+    narrowed_to: list[tuple[Path, str]] | None = None
+    suite: list[str] = field(default_factory=list)
+    selected: list[str] = field(default_factory=list)
+    other_tests: int = 0
+    seeds: dict[str, int] = field(default_factory=dict)
+
+
+_run_key = pytest.StashKey[_Run]()
+_examples_key = pytest.StashKey[int]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hicache-conformance")
     group.addoption(
-        "--backend", default=None, help="backend to certify: a registered name or package.module:factory"
+        "--backend", default=None, help="backend to certify: a registered name or package.module:SPEC"
     )
     group.addoption("--backend-mode", default=None, help="I/O mode the backend declares (default: its first)")
     group.addoption(
@@ -62,12 +70,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    # hypothesis's explain phase imports libcst, whose deprecation noise would bury the report
-    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:libcst.*")
-    config.stash[_skips_key] = []
+    config.addinivalue_line(
+        "markers",
+        "hicache_requires(*claims, reason=''): the property needs these Capabilities fields; "
+        "skipped, with the claim as reason, where the backend under test does not declare one",
+    )
     name = config.getoption("backend")
     if not name:
         return
+    from conformance.registry import BackendResolutionError, resolve_backend
+
     try:
         spec = resolve_backend(name)
     except BackendResolutionError as exc:
@@ -76,122 +88,424 @@ def pytest_configure(config: pytest.Config) -> None:
     mode = config.getoption("backend_mode") or modes[0]
     if mode not in spec.capabilities.io_modes:
         raise pytest.UsageError(f"backend {spec.name!r} declares I/O modes {modes}, not {mode!r}")
-    storage = config.getoption("storage_dir")
-    root = Path(storage) if storage else Path(tempfile.mkdtemp(prefix="hicache-conformance-"))
-    root.mkdir(parents=True, exist_ok=True)
-    target = Target(spec, mode, root, dict(spec.capabilities.io_modes[mode]), ref=name)
-    config.stash[_target_key] = target
-    if config.getoption("cert_report"):
-        if config.getoption("hypothesis_seed") is None:  # a report must say how to reproduce it
-            config.option.hypothesis_seed = random.randrange(2**32)
-        config.stash[_report_key] = cert = CertReport(
-            spec.name,
-            spec.version,
-            mode,
-            spec.capabilities.as_dict(),
-            int(config.getoption("hypothesis_seed")),
-            environment=environment(),
-        )
-        config.pluginmanager.register(CertCollector(cert), "hicache-conformance-report")
+    run = _Run(name, spec, mode, _seed(config))
+    run.seeds[_process(config)] = run.seed
+    config.stash[_run_key] = run
+    config.option.hypothesis_seed = run.seed  # hypothesis's own plugin forces it on every test
+    _use_profiles(config)
+    # hypothesis's explain phase imports libcst, whose deprecation noise would bury the report
+    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:libcst.*")
     if config.args_source is not pytest.Config.ArgsSource.ARGS:
         config.args = [str(SUITE_DIR)]
+    else:
+        _collect_whole_suite(config, run)
+    if not _is_worker(config):
+        _check_factory(run)
+        config.pluginmanager.register(CertCollector(config, run), "hicache-conformance-collector")
 
 
+def _process(config: pytest.Config) -> str:
+    return str(getattr(config, "workerinput", {}).get("workerid", "main"))
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def _seed(config: pytest.Config) -> int:
+    """The run's one seed: the controller's, on an xdist worker; else the one given, or a new one."""
+    if _is_worker(config) and "hicache_seed" in config.workerinput:  # type: ignore[attr-defined]
+        return int(config.workerinput["hicache_seed"])  # type: ignore[attr-defined]
+    given = config.getoption("hypothesis_seed", None)
+    if given is None:
+        return random.randrange(2**32)
+    try:
+        return int(given)
+    except ValueError as exc:
+        raise pytest.UsageError(
+            f"--hypothesis-seed must be an integer for a certification, not {given!r}"
+        ) from exc
+
+
+def _use_profiles(config: pytest.Config) -> None:
+    """Register the suite's profiles and choose the default one, unless the user chose another.
+
+    hypothesis's own plugin loads the chosen profile after this hook; the database is switched
+    off once it has (``pytest_sessionstart``).
+    """
+    from hypothesis import HealthCheck, Phase, settings
+
+    quiet = [HealthCheck.too_slow, HealthCheck.data_too_large]
+    # the explain phase re-runs a failure dozens of times; "thorough" keeps it
+    fast = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
+    settings.register_profile(
+        DEFAULT_PROFILE, max_examples=12, deadline=None, phases=fast, suppress_health_check=quiet
+    )
+    settings.register_profile("thorough", max_examples=400, deadline=None, suppress_health_check=quiet)
+    if config.getoption("hypothesis_profile", None) is None:
+        config.option.hypothesis_profile = DEFAULT_PROFILE
+
+
+def _split(arg: str, root: Path) -> tuple[Path, str]:
+    path, _, rest = arg.partition("::")
+    return (root / path).resolve(), rest
+
+
+def _collect_whole_suite(config: pytest.Config, run: _Run) -> None:
+    """Paths into the suite collect the whole suite; what they name becomes the selection.
+
+    So the run knows every property it did not run, and says "partial run" instead of certifying.
+    """
+    root = config.invocation_params.dir
+    args, narrowed = [], []
+    for arg in config.args:
+        path, rest = _split(arg, root)
+        if path != SUITE_DIR and path.is_relative_to(SUITE_DIR):
+            narrowed.append((path, rest))
+        else:
+            args.append(arg)
+    if narrowed:
+        run.narrowed_to = narrowed
+        config.args = [*args, str(SUITE_DIR)] if not any(_covers(a, root) for a in args) else args
+
+
+def _covers(arg: str, root: Path) -> bool:
+    path, rest = _split(arg, root)
+    return not rest and SUITE_DIR.is_relative_to(path)
+
+
+def _check_factory(run: _Run) -> None:
+    """Build the backend once before anything runs: a factory that cannot is one clear error."""
+    from conformance.geometry import all_geometries
+    from conformance.registry import load_failure
+    from conformance.rig import Rig, Target
+
+    caps = run.spec.capabilities
+    layout = "page_first" if "page_first" in caps.layouts else sorted(caps.layouts)[0]
+    geometry = all_geometries()[0]
+    try:
+        with (
+            run.spec.session() if run.spec.session else contextlib.nullcontext(),
+            tempfile.TemporaryDirectory(prefix="hicache-check-") as root,
+        ):
+            target = Target(run.spec, run.mode, Path(root), dict(caps.io_modes[run.mode]), ref=run.name)
+            Rig(target, geometry, Path(root), layout=layout, page_num=2).close()
+    except Exception as exc:
+        raise pytest.UsageError(
+            str(
+                load_failure(
+                    f"{run.name!r} (mode {run.mode}): its factory cannot build a backend;", exc, run.name
+                )
+            )
+        ) from exc
+
+
+def suite_id(item: pytest.Item) -> str | None:
+    """``module.py::name[params]`` for a suite property, None for any other test."""
+    path = Path(str(item.path)).resolve()
+    if path.parent != SUITE_DIR:
+        return None
+    return f"{path.name}::{item.nodeid.split('::', 1)[1]}"
+
+
+def _selected_by(item: pytest.Item, narrowed: list[tuple[Path, str]]) -> bool:
+    path = Path(str(item.path)).resolve()
+    chain = item.nodeid.split("::", 1)[1]
+    for where, rest in narrowed:
+        if (path == where or path.is_relative_to(where)) and (
+            not rest or chain == rest or chain.startswith((rest + "[", rest + "::"))
+        ):
+            return True
+    return False
+
+
+def requirements(item: pytest.Item) -> tuple[list[str], str]:
+    """The capability fields a property's ``hicache_requires`` markers name, and their reason."""
+    claims: list[str] = []
+    reasons = []
+    for mark in item.iter_markers("hicache_requires"):
+        claims += [c for c in mark.args if c not in claims]
+        if mark.kwargs.get("reason"):
+            reasons.append(str(mark.kwargs["reason"]))
+    return claims, "; ".join(reasons)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A backend's declared known defects become xfails, strict unless intermittent."""
-    target = config.stash.get(_target_key, None)
-    if target is None:
+    """Narrow to the paths asked for, skip what the backend does not claim, expect known defects."""
+    from conformance.capabilities import Capabilities
+
+    run = config.stash.get(_run_key, None)
+    if run is None:
         return
+    run.suite = sorted(pid for pid in map(suite_id, items) if pid)
+    if run.narrowed_to is not None:
+        keep = [i for i in items if suite_id(i) is None or _selected_by(i, run.narrowed_to)]
+        dropped = [i for i in items if suite_id(i) is not None and not _selected_by(i, run.narrowed_to)]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = keep
+    fields = set(Capabilities.__dataclass_fields__)
+    caps = run.spec.capabilities
     for item in items:
-        if "hicache_target" not in getattr(item, "fixturenames", ()):
+        pid = suite_id(item)
+        if pid is None:
             continue
-        defect = target.spec.known_defect(item.nodeid.split("::", 1)[-1], target.mode)
+        claims, why = requirements(item)
+        unknown = [c for c in claims if c not in fields]
+        if unknown:
+            raise pytest.UsageError(f"{pid}: hicache_requires names no capability field: {unknown}")
+        missing = [c for c in claims if not getattr(caps, c)]
+        if missing:
+            reason = f"backend {run.spec.name!r} does not declare {', '.join(missing)}"
+            item.add_marker(pytest.mark.skip(reason=reason + (f": {why}" if why else "")))
+        defect = run.spec.known_defect(pid.split("::", 1)[1], run.mode)
         if defect:
             reason, strict = defect
             item.add_marker(pytest.mark.xfail(strict=strict, reason=f"known defect: {reason}"))
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    run = session.config.stash.get(_run_key, None)
+    if run is None:
+        return
+    ids = [suite_id(i) for i in session.items]
+    run.selected = sorted(pid for pid in ids if pid)
+    run.other_tests = sum(1 for pid in ids if pid is None)
+
+
 @pytest.fixture(scope="session")
 def hicache_target(request: pytest.FixtureRequest) -> Iterator[Target]:
-    """The backend under test, as chosen with ``--backend``."""
-    if _target_key not in request.config.stash:
+    """The backend under test, as chosen with ``--backend``, with a storage root of its own."""
+    from conformance.rig import Target
+
+    run = request.config.stash.get(_run_key, None)
+    if run is None:
         pytest.skip("no backend chosen: run with --backend=NAME")
-    target = request.config.stash[_target_key]
-    with target.spec.session() if target.spec.session else contextlib.nullcontext():
-        yield target
+    given = request.config.getoption("storage_dir")
+    root = Path(given) if given else Path(tempfile.mkdtemp(prefix="hicache-conformance-"))
+    root.mkdir(parents=True, exist_ok=True)
+    caps = run.spec.capabilities
+    try:
+        with run.spec.session() if run.spec.session else contextlib.nullcontext():
+            yield Target(run.spec, run.mode, root, dict(caps.io_modes[run.mode]), ref=run.name)
+    finally:
+        if not given:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Count the examples of hypothesis runs nested in a plain test (the stateful model)."""
+    if _run_key not in item.config.stash or suite_id(item) is None:
+        yield
+        return
+    from hypothesis import is_hypothesis_test
+    from hypothesis.statistics import collector, describe_statistics
+
+    from conformance.report import examples_run
+
+    if is_hypothesis_test(getattr(item, "obj", None)):
+        yield
+        return
+    item.stash[_examples_key] = 0
+
+    def note(stats: Any) -> None:
+        item.stash[_examples_key] += examples_run(describe_statistics(stats))
+
+    with collector.with_value(note):  # type: ignore[arg-type]
+        yield
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Attach what the report needs to each suite report; they reach the xdist controller intact."""
     outcome: Any = yield
     report: pytest.TestReport = outcome.get_result()
-    target = item.config.stash.get(_target_key, None)
-    if target is None:
+    run = item.config.stash.get(_run_key, None)
+    pid = suite_id(item)
+    if run is None or pid is None:
         return
-    if report.failed and call.when == "call":
-        doc = (getattr(getattr(item, "function", None), "__doc__", None) or "").strip().splitlines()
+    doc = (getattr(getattr(item, "function", None), "__doc__", None) or "").strip().splitlines()
+    claims, _ = requirements(item)
+    info: dict[str, Any] = {"property": pid, "guarantee": doc[0] if doc else "", "requires": claims}
+    if report.failed and call.excinfo is not None:
+        info["message"], info["example"] = failure_text(call.excinfo.value)
         report.sections.append(
             (
                 "hicache-conformance",
-                f"backend: {target.spec.name} (mode {target.mode})\n"
-                f"property: {item.nodeid}\n" + (f"guarantee: {doc[0]}\n" if doc else ""),
+                f"backend: {run.spec.name} (mode {run.mode})\n"
+                f"property: {item.nodeid}\n"
+                + (f"guarantee: {doc[0]}\n" if doc else "")
+                # the whole run's seed: the rerun reproduces this failure
+                + f"rerun: {rerun_command(item.config, run.seed)}\n",
             )
         )
-    statistics = getattr(item, "hypothesis_statistics", None)
-    if report.when == "teardown" and statistics:
-        report.user_properties.append(("hypothesis_examples", examples_run(statistics)))
-    if report.skipped and isinstance(report.longrepr, tuple) and not hasattr(report, "wasxfail"):
-        item.config.stash[_skips_key].append((item.nodeid, str(report.longrepr[2])))
+    if report.when == "teardown":
+        from conformance.report import examples_run
+
+        statistics = getattr(item, "hypothesis_statistics", None)
+        info["examples"] = examples_run(statistics) if statistics else item.stash.get(_examples_key, 0)
+    report.user_properties.append(("hicache", info))
 
 
-class CertCollector:
-    """Gathers outcomes for the certification report; runs on the xdist controller too."""
+def failure_text(exc: BaseException) -> tuple[str, str]:
+    """The failure's message, and hypothesis's minimal example (its notes), each as text."""
+    messages, examples = [], []
+    group = getattr(exc, "exceptions", None)  # an exception group: hypothesis found several bugs
+    for one in group if isinstance(group, tuple) else (exc,):
+        messages.append(f"{type(one).__name__}: {one}".strip())
+        examples += [n for n in getattr(one, "__notes__", []) if "example" in n or "test case" in n]
+    examples += [n for n in getattr(exc, "__notes__", []) if n not in examples]
+    return "\n".join(messages)[:4000], "\n".join(examples)[:4000]
 
-    def __init__(self, cert: CertReport) -> None:
-        self.cert = cert
-        self.by_id: dict[str, PropertyResult] = {}
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        entry = self.by_id.get(report.nodeid)
-        if entry is None:
-            module = report.nodeid.split("::")[0].rsplit("/", 1)[-1]
-            entry = PropertyResult(report.nodeid, module.removesuffix(".py").removeprefix("test_"), "passed")
-            self.by_id[report.nodeid] = entry
-            self.cert.properties.append(entry)
-        if report.when == "call" or (report.when == "setup" and not report.passed):
-            entry.outcome = report.outcome
-            entry.seconds += report.duration
-            if hasattr(report, "wasxfail"):
-                entry.outcome, entry.reason = (
-                    "known defect",
-                    str(report.wasxfail).removeprefix("known defect: "),
-                )
-            elif report.skipped and isinstance(report.longrepr, tuple):
-                entry.reason = str(report.longrepr[2]).removeprefix("Skipped: ")
-        if report.when == "teardown" and report.failed:
-            entry.outcome = "failed"
-        for name, value in report.user_properties:
-            if name == "hypothesis_examples" and isinstance(value, int):
-                entry.examples = value
+def rerun_command(config: pytest.Config, seed: int) -> str:
+    """The run's own command line, with its seed: the same failures, in any process layout."""
+    args = list(config.invocation_params.args)
+    kept = []
+    skip_next = False
+    for arg in args:
+        if skip_next:
+            skip_next = False
+        elif arg == "--hypothesis-seed":
+            skip_next = True
+        elif not arg.startswith("--hypothesis-seed="):
+            kept.append(arg)
+    return shlex.join(["pytest", *kept, f"--hypothesis-seed={seed}"])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist controller: hand the run's seed to the worker (workers re-parse the command line)."""
+    run = node.config.stash.get(_run_key, None)
+    if run is not None:
+        node.workerinput["hicache_seed"] = run.seed
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Certification runs without hypothesis's example database: a replayed example makes reruns differ."""
+    if _run_key not in session.config.stash:
+        return
+    from hypothesis import settings
+
+    current = settings.get_current_profile_name()
+    if getattr(settings.default, "database", None) is not None:
+        settings.register_profile(f"{current}-without-database", database=None)
+        settings.load_profile(f"{current}-without-database")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    cert = session.config.stash.get(_report_key, None)
-    if cert is not None and not hasattr(session.config, "workerinput"):
-        cert.write(Path(session.config.getoption("cert_report")))
+    run = session.config.stash.get(_run_key, None)
+    if run is not None and _is_worker(session.config):
+        session.config.workeroutput["hicache"] = {  # type: ignore[attr-defined]
+            "suite": run.suite,
+            "selected": run.selected,
+            "other_tests": run.other_tests,
+            "seed": run.seed,
+        }
 
 
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    target = config.stash.get(_target_key, None)
-    if target is None:
-        return
-    skips = config.stash[_skips_key]
-    tr = terminalreporter
-    tr.section(f"hicache-conformance: {target.spec.name} ({target.mode})")
-    tr.line(f"declared: {target.caps.as_dict()}")
-    if not skips:
-        tr.line("skipped properties: none")
-        return
-    tr.line(f"skipped properties ({len(skips)}), not certified:")
-    for nodeid, reason in skips:
-        tr.line(f"  SKIP {nodeid}: {reason.removeprefix('Skipped: ')}")
+class CertCollector:
+    """Gathers every suite property's outcome on the process that reports (the xdist controller)."""
+
+    def __init__(self, config: pytest.Config, run: _Run) -> None:
+        self.config, self.run = config, run
+        self.by_id: dict[str, PropertyResult] = {}
+        self.profile = ""
+
+    def pytest_sessionstart(self) -> None:
+        from hypothesis import settings
+
+        self.profile = str(
+            self.config.getoption("hypothesis_profile", None) or settings.get_current_profile_name()
+        )
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        got = getattr(node, "workeroutput", {}).get("hicache")
+        if got:
+            self.run.suite = sorted(set(self.run.suite) | set(got["suite"]))
+            self.run.selected = sorted(set(self.run.selected) | set(got["selected"]))
+            self.run.other_tests = max(self.run.other_tests, int(got["other_tests"]))
+            self.run.seeds[str(node.workerinput["workerid"])] = int(got["seed"])
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        from conformance.report import PropertyResult, family_of
+
+        info = next((v for k, v in report.user_properties if k == "hicache"), None)
+        if not isinstance(info, dict):
+            return
+        pid = str(info["property"])
+        entry = self.by_id.setdefault(pid, PropertyResult(pid, family_of(pid), outcome="passed"))
+        entry.guarantee, entry.requires = str(info["guarantee"]), list(info["requires"])
+        entry.seconds += report.duration
+        if "examples" in info:
+            entry.examples = int(info["examples"])
+        if report.when == "call" or not report.passed:
+            if entry.outcome == "failed":
+                return  # a teardown error after a failed call keeps the call's account
+            entry.outcome = report.outcome
+            if hasattr(report, "wasxfail"):
+                entry.outcome = "known defect"
+                entry.reason = str(report.wasxfail).removeprefix("known defect: ")
+            elif report.skipped and isinstance(report.longrepr, tuple):
+                entry.reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+            elif report.failed:
+                entry.reason = f"{report.when} failed" if report.when != "call" else ""
+                entry.message = str(info.get("message") or report.longreprtext[-4000:])
+                entry.example = str(info.get("example", ""))
+
+    def report(self) -> CertReport:
+        from conformance.coverage import coverage
+        from conformance.report import CertReport, environment
+
+        spec, caps = self.run.spec, self.run.spec.capabilities
+        config = self.config
+        return CertReport(
+            spec.name,
+            spec.version,
+            self.run.mode,
+            caps.as_dict(),
+            self.run.seed,
+            command=shlex.join(["pytest", *config.invocation_params.args]),
+            rerun=rerun_command(config, self.run.seed),
+            date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+            hypothesis_profile=self.profile,
+            selection={
+                "args": list(config.invocation_params.args),
+                "keyword": config.getoption("keyword", "") or "",
+                "markexpr": config.getoption("markexpr", "") or "",
+                "deselect": list(config.getoption("deselect", None) or []),
+                "paths": [str(p) for p, _ in self.run.narrowed_to or []],
+            },
+            seeds=dict(self.run.seeds),
+            environment=environment(),
+            coverage=coverage(caps, self.run.mode),
+            suite=list(self.run.suite),
+            other_tests=self.run.other_tests,
+            properties=list(self.by_id.values()),
+        )
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        folder = self.config.getoption("cert_report")
+        if folder:
+            self.report().write(Path(folder))
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        tr, run = terminalreporter, self.run
+        cert = self.report()
+        verdict = cert.verdict()
+        tr.section(f"hicache-conformance: {run.spec.name} ({run.mode})")
+        tr.line(f"declared: {run.spec.capabilities.as_dict()}")
+        tr.line(f"hypothesis seed: {run.seed} (every process: {sorted(set(run.seeds.values()))})")
+        tr.line(f"rerun: {cert.rerun}")
+        skips = [p for p in cert.ordered() if p.outcome == "skipped"]
+        if not skips:
+            tr.line("skipped properties: none")
+        else:
+            tr.line(f"skipped properties ({len(skips)}), not certified:")
+            for p in skips:
+                tr.line(f"  SKIP {p.property}: {p.reason}")
+        tr.line(f"verdict: {verdict['verdict']}" + (f" ({verdict['why']})" if "why" in verdict else ""))

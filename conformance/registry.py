@@ -8,13 +8,16 @@ Three spellings, tried in order:
    claims as a ``conformance_capabilities`` attribute.
 
 A factory without declared capabilities is refused: certifying a backend for claims it never made
-would be silent skipping by another name.
+would be silent skipping by another name. Whatever goes wrong while loading (a module that fails
+to import, a missing optional dependency, claims of the wrong type) is one
+:class:`BackendResolutionError` that says what to do, never a traceback.
 """
 
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import entry_points
+import re
+from importlib.metadata import Distribution, EntryPoint, entry_points
 from typing import Any
 
 from conformance.capabilities import BackendSpec, Capabilities
@@ -43,16 +46,49 @@ def _as_spec(obj: Any, name: str) -> BackendSpec:
     )
 
 
+def _extra_providing(dist: Distribution | None, module: str) -> str | None:
+    """The optional extra of ``dist`` whose requirement installs top-level module ``module``."""
+    wanted = re.sub(r"[-_.]+", "-", module).lower()
+    for requirement in (dist.requires or []) if dist else []:
+        found = re.match(r"\s*([A-Za-z0-9._-]+)[^;]*;.*extra\s*==\s*['\"]([^'\"]+)['\"]", requirement)
+        package = re.sub(r"[-_.]+", "-", found.group(1)).lower() if found else ""
+        if found and (wanted == package or wanted.startswith(package + "-")):  # nixl_cu12 is nixl's
+            return found.group(2)
+    return None
+
+
+def _entry_point(name: str) -> EntryPoint | None:
+    return next((ep for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == name), None)
+
+
+def load_failure(what: str, exc: BaseException, backend: str = "") -> BackendResolutionError:
+    """One sentence for a backend that cannot be loaded or built, naming the extra to install
+    where one would help (``backend`` is the ``--backend`` value, to find its distribution)."""
+    missing = exc.name if isinstance(exc, ModuleNotFoundError) else None
+    ep = _entry_point(backend)
+    dist = ep.dist if ep is not None else None
+    extra = _extra_providing(dist, missing.split(".")[0]) if missing and dist else None
+    if extra and dist:
+        return BackendResolutionError(
+            f"backend {what} needs the {extra!r} extra: pip install '{dist.name}[{extra}]' ({exc})"
+        )
+    return BackendResolutionError(f"cannot load backend {what}: {type(exc).__name__}: {exc}")
+
+
 def resolve_backend(name: str) -> BackendSpec:
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name == name:
-            return _as_spec(ep.load(), name)
+    ep = _entry_point(name)
+    if ep is not None:
+        try:
+            loaded = ep.load()
+        except Exception as exc:
+            raise load_failure(f"{name!r} ({ep.value})", exc, name) from exc
+        return _as_spec(loaded, name)
     if ":" in name:
         module_name, _, attr = name.partition(":")
         try:
             module = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise BackendResolutionError(f"cannot import {module_name!r}: {exc}") from exc
+        except Exception as exc:
+            raise load_failure(repr(name), exc, name) from exc
         obj: Any = module
         for part in attr.split("."):
             if not hasattr(obj, part):

@@ -1,12 +1,16 @@
 """The certification report: ``--cert-report=DIR`` writes ``report.json`` and ``report.md``.
 
 A third party shows it to say "certified"; a CI gate archives it. It names the backend, the suite
-and the environment, repeats the declared capabilities, lists every property with its outcome,
-hypothesis's example count and the seed that reproduces the run, and ends in a verdict.
+and the environment, says how the run was made (command line, date, hypothesis profile, the
+selection and the seed every process used), repeats the declared capabilities and the deployment
+space the suite covered, lists every property in a stable order with its outcome, hypothesis's
+example count, its guarantee and, for a failure, the message and the minimal example, and ends in
+a verdict. Only the suite's own properties count, and only a run of all of them can certify.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import platform
 import re
@@ -18,6 +22,7 @@ from typing import Any
 import conformance
 
 _EXAMPLES = re.compile(r"(\d+) passing(?: examples)?, (\d+) failing")
+SUITE_DIR = Path(conformance.__file__).parent / "suite"
 
 
 def examples_run(statistics: str) -> int:
@@ -25,12 +30,26 @@ def examples_run(statistics: str) -> int:
     return sum(int(a) + int(b) for a, b in _EXAMPLES.findall(statistics))
 
 
+def suite_digest() -> str:
+    """A short hash of the suite's sources: two reports with one digest ran the same properties."""
+    digest = hashlib.sha256()
+    for path in sorted(SUITE_DIR.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 @dataclass
 class PropertyResult:
-    nodeid: str
+    """One suite property: ``property`` is its id within the suite, ``module.py::name[params]``."""
+
+    property: str
     family: str
-    outcome: str
+    outcome: str = "not run"
+    guarantee: str = ""
+    requires: list[str] = field(default_factory=list)
     reason: str = ""
+    message: str = ""
+    example: str = ""
     examples: int = 0
     seconds: float = 0.0
 
@@ -41,59 +60,102 @@ class CertReport:
     backend_version: str
     mode: str
     capabilities: dict[str, Any]
-    seed: int | None
+    seed: int
+    command: str = ""
+    rerun: str = ""
+    date: str = ""
+    hypothesis_profile: str = ""
+    selection: dict[str, Any] = field(default_factory=dict)
+    seeds: dict[str, int] = field(default_factory=dict)
     suite_version: str = conformance.__version__
+    suite_digest: str = field(default_factory=suite_digest)
     environment: dict[str, str] = field(default_factory=dict)
+    coverage: dict[str, list[str]] = field(default_factory=dict)
+    suite: list[str] = field(default_factory=list)
+    other_tests: int = 0
     properties: list[PropertyResult] = field(default_factory=list)
 
+    def ordered(self) -> list[PropertyResult]:
+        """Every property of the suite, ran or not, in id order (stable from run to run)."""
+        known = {p.property: p for p in self.properties}
+        for pid in self.suite:
+            known.setdefault(pid, PropertyResult(pid, family_of(pid)))
+        return [known[k] for k in sorted(known)]
+
     def verdict(self) -> dict[str, Any]:
-        failed = [p.nodeid for p in self.properties if p.outcome == "failed"]
-        skipped = [p.nodeid for p in self.properties if p.outcome == "skipped"]
-        known = [p.nodeid for p in self.properties if p.outcome == "known defect"]
-        if failed or known or not self.properties:
-            return {"verdict": "not certified", "failing": failed, "known_defects": known}
+        rows = self.ordered()
+        failed = [p.property for p in rows if p.outcome == "failed"]
+        known = [p.property for p in rows if p.outcome == "known defect"]
+        not_run = [p.property for p in rows if p.outcome == "not run"]
+        if failed or known:
+            return {"verdict": "not certified", "failing": failed, "known_defects": known, "not_run": not_run}
+        if not_run or self.other_tests or not rows:
+            ran = [p.property for p in rows if p.outcome != "not run"]
+            why = f"{len(ran)} of {len(rows)} suite properties ran"
+            if self.other_tests:
+                why += f"; the run also held {self.other_tests} tests that are not suite properties"
+            return {"verdict": "partial run", "why": why, "ran": ran, "not_run": not_run}
+        skipped = [p.property for p in rows if p.outcome == "skipped"]
         if skipped:
-            passed = [p.nodeid for p in self.properties if p.outcome == "passed"]
+            passed = [p.property for p in rows if p.outcome == "passed"]
             return {"verdict": "certified for a subset", "certified": passed, "not_claimed": skipped}
         return {"verdict": "certified"}
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), **self.verdict()}
+        data = asdict(self)
+        data["properties"] = [asdict(p) for p in self.ordered()]
+        return {**data, **self.verdict()}
 
     def markdown(self) -> str:
         verdict = self.verdict()
+        rows = self.ordered()
         lines = [
             f"# HiCache v2 certification: {self.backend} ({self.mode})",
             "",
-            f"**Verdict: {verdict['verdict']}**",
+            f"**Verdict: {verdict['verdict']}**" + (f" ({verdict['why']})" if "why" in verdict else ""),
             "",
             f"- backend version: {self.backend_version}",
-            f"- suite: hicache-conformance {self.suite_version}",
-            f"- hypothesis seed: {self.seed} (rerun with `--hypothesis-seed={self.seed}`)",
+            f"- suite: hicache-conformance {self.suite_version} (sources {self.suite_digest})",
+            f"- date (UTC): {self.date}",
+            f"- command: `{self.command}`",
+            f"- hypothesis profile: {self.hypothesis_profile}; seed {self.seed} in every process "
+            + f"({', '.join(f'{k}: {v}' for k, v in sorted(self.seeds.items()))})",
+            f"- rerun: `{self.rerun}`",
+            f"- selection: {json.dumps(self.selection)}",
             *(f"- {k}: {v}" for k, v in self.environment.items()),
             "",
             "## Declared capabilities",
             "",
             *(f"- {k}: {v}" for k, v in self.capabilities.items()),
             "",
+            "## Deployment space covered",
+            "",
+            *(f"- {k}: {', '.join(v)}" for k, v in self.coverage.items()),
+            "",
             "## Properties",
             "",
-            "| property | family | outcome | examples | reason |",
-            "|---|---|---|---:|---|",
+            "| property | family | outcome | examples | requires | reason |",
+            "|---|---|---|---:|---|---|",
             *(
-                f"| `{p.nodeid.split('::', 1)[-1]}` | {p.family} | {p.outcome} | {p.examples} | {p.reason} |"
-                for p in self.properties
+                f"| `{p.property}` | {p.family} | {p.outcome} | {p.examples} | {', '.join(p.requires)} "
+                f"| {_cell(p.reason)} |"
+                for p in rows
             ),
         ]
-        if verdict.get("failing"):
-            lines += ["", "## Failing properties", "", *(f"- `{n}`" for n in verdict["failing"])]
+        failing = [p for p in rows if p.outcome == "failed"]
+        if failing:
+            lines += ["", "## Failing properties"]
+            for p in failing:
+                lines += ["", f"### `{p.property}`", "", f"Guarantee: {p.guarantee}", "", "Message:", ""]
+                lines += ["```", p.message.strip() or "(none)", "```"]
+                if p.example:
+                    lines += ["", "Minimal example:", "", "```", p.example.strip(), "```"]
         if verdict.get("known_defects"):
-            lines += [
-                "",
-                "## Known defects (expected failures)",
-                "",
-                *(f"- `{n}`" for n in verdict["known_defects"]),
-            ]
+            lines += ["", "## Known defects (expected failures)", ""]
+            lines += [f"- `{n}`" for n in verdict["known_defects"]]
+        if verdict.get("not_run"):
+            lines += ["", f"## Not run ({len(verdict['not_run'])})", ""]
+            lines += [f"- `{n}`" for n in verdict["not_run"]]
         return "\n".join(lines) + "\n"
 
     def write(self, folder: Path) -> None:
@@ -102,9 +164,18 @@ class CertReport:
         (folder / "report.md").write_text(self.markdown())
 
 
+def family_of(property_id: str) -> str:
+    """``test_bad_input.py::x`` -> ``bad_input``."""
+    return property_id.split("::", 1)[0].removesuffix(".py").removeprefix("test_")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
 def environment() -> dict[str, str]:
     env = {"python": platform.python_version(), "os": platform.platform()}
-    for package in ("torch", "nixl", "hypothesis", "pytest"):
+    for package in ("torch", "nixl", "hypothesis", "pytest", "pytest-xdist"):
         try:
             env[package] = version(package)
         except PackageNotFoundError:

@@ -52,73 +52,102 @@ def guarded(hicache_target: Target) -> Iterator[Rig]:
         assert [p.name for p in store.parent.iterdir()] == ["store"], "wrote outside the store"
 
 
-def refused(call: Callable[[], Any]) -> bool:
-    """True when ``call`` raised a clear error or answered False for every key of every pool."""
+def expect_refused(what: str, call: Callable[[], Any]) -> None:
+    """Pass when ``call`` raised a clear error or answered False for every key of every pool;
+    otherwise fail, saying what the backend did with ``what``."""
     try:
         result = call()
     except CLEAR_ERRORS:
-        return True
+        return
+    except Exception as exc:
+        clear = ", ".join(e.__name__ for e in CLEAR_ERRORS)
+        raise AssertionError(
+            f"{what}: the backend raised {type(exc).__name__}: {exc} (not one of {clear})"
+        ) from exc
     if isinstance(result, dict):
-        return all(not any(flags) for flags in result.values())
-    return isinstance(result, list) and not any(result)
+        refused = all(not any(flags) for flags in result.values())
+    else:
+        refused = isinstance(result, list) and not any(result)
+    if not refused:
+        shown = repr(dict(result) if isinstance(result, dict) else result)
+        raise AssertionError(
+            f"{what}: the backend returned {shown[:300]}, not an error or False for every key"
+        )
 
 
 def test_keys_and_indices_of_different_lengths_are_refused(hicache_target: Target) -> None:
+    """Keys and host indices of different lengths get a clear error or False, through v1 and v2."""
     with guarded(hicache_target) as rig:
         short = rig.indices(PoolName.KV, [2])
-        assert refused(lambda: rig.set_at(PoolName.KV, ["a", "b"], short))
-        assert refused(lambda: rig.get_at(PoolName.KV, ["keep-0", "keep-1"], short))
+        expect_refused(
+            "set of 2 keys with 1 page of indices", lambda: rig.set_at(PoolName.KV, ["a", "b"], short)
+        )
+        expect_refused(
+            "get of 2 keys into 1 page of indices",
+            lambda: rig.get_at(PoolName.KV, ["keep-0", "keep-1"], short),
+        )
         transfer = [
             PoolTransfer(name=PoolName.MAMBA, host_indices=rig.indices(PoolName.MAMBA, [2]), keys=["a", "b"])
         ]
-        assert refused(lambda: rig.backend.batch_set_v2(transfer))
-        assert refused(lambda: rig.backend.batch_get_v2(transfer))
+        expect_refused("v2 set of 2 mamba keys with 1 page", lambda: rig.backend.batch_set_v2(transfer))
+        expect_refused("v2 get of 2 mamba keys into 1 page", lambda: rig.backend.batch_get_v2(transfer))
 
 
 @pytest.mark.parametrize("where", ["one-past-the-end", "far-beyond", "negative"])
 def test_indices_outside_the_pool_are_refused(hicache_target: Target, where: str) -> None:
+    """Host indices past the pool's end or negative are refused, never read or written."""
     with guarded(hicache_target) as rig:
         for name in (PoolName.KV, PoolName.MAMBA):
             ps, size = rig.pool(name).page_size, rig.pool(name).size
             start = {"one-past-the-end": size, "far-beyond": size * 1000, "negative": -ps}[where]
             bad = torch.arange(start, start + ps, dtype=torch.int64)
             transfer = [PoolTransfer(name=name, host_indices=bad, keys=["a"])]
-            assert refused(partial(rig.backend.batch_set_v2, transfer))
-            assert refused(partial(rig.backend.batch_get_v2, transfer))
-        assert refused(lambda: rig.set_at(PoolName.KV, ["a"], torch.arange(-4, 0)))
+            expect_refused(f"v2 set of {name} at {where} slots", partial(rig.backend.batch_set_v2, transfer))
+            expect_refused(
+                f"v2 get of {name} into {where} slots", partial(rig.backend.batch_get_v2, transfer)
+            )
+        expect_refused("KV set at slots -4..-1", lambda: rig.set_at(PoolName.KV, ["a"], torch.arange(-4, 0)))
 
 
 def test_indices_off_a_page_boundary_are_refused(hicache_target: Target) -> None:
+    """Host indices that do not start on a page boundary are refused."""
     with guarded(hicache_target) as rig:
         ps = rig.pool(PoolName.KV).page_size
         bad = torch.arange(1, 1 + ps, dtype=torch.int64)
-        assert refused(lambda: rig.set_at(PoolName.KV, ["a"], bad))
-        assert refused(lambda: rig.get_at(PoolName.KV, ["keep-0"], bad))
+        expect_refused("KV set at slots 1..page_size", lambda: rig.set_at(PoolName.KV, ["a"], bad))
+        expect_refused("KV get into slots 1..page_size", lambda: rig.get_at(PoolName.KV, ["keep-0"], bad))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bool, torch.uint8], ids=str)
 def test_index_tensors_of_the_wrong_dtype_are_refused(hicache_target: Target, dtype: torch.dtype) -> None:
+    """Index tensors that are not integers of the controller's dtype are refused."""
     with guarded(hicache_target) as rig:
         bad = rig.indices(PoolName.KV, [2]).to(dtype)
-        assert refused(lambda: rig.set_at(PoolName.KV, ["a"], bad))
-        assert refused(lambda: rig.get_at(PoolName.KV, ["keep-0"], bad))
+        expect_refused(f"KV set with {dtype} indices", lambda: rig.set_at(PoolName.KV, ["a"], bad))
+        expect_refused(f"KV get with {dtype} indices", lambda: rig.get_at(PoolName.KV, ["keep-0"], bad))
 
 
 def test_an_unregistered_pool_is_refused(hicache_target: Target) -> None:
+    """A transfer naming a pool that was never registered is refused."""
     with guarded(hicache_target) as rig:
         transfer = [PoolTransfer(name=PoolName.DRAFT, host_indices=torch.arange(0, 1), keys=["a"])]
-        assert refused(lambda: rig.backend.batch_set_v2(transfer))
-        assert refused(lambda: rig.backend.batch_get_v2(transfer))
+        expect_refused("v2 set into unregistered pool draft", lambda: rig.backend.batch_set_v2(transfer))
+        expect_refused("v2 get from unregistered pool draft", lambda: rig.backend.batch_get_v2(transfer))
 
 
 def test_duplicate_keys_in_one_batch_are_refused(hicache_target: Target) -> None:
+    """One batch naming the same key twice is refused, not stored twice in an unknown order."""
     with guarded(hicache_target) as rig:
-        assert refused(lambda: rig.set_at(PoolName.KV, ["a", "a"], rig.indices(PoolName.KV, [2, 3])))
+        expect_refused(
+            "KV set of keys ['a', 'a']",
+            lambda: rig.set_at(PoolName.KV, ["a", "a"], rig.indices(PoolName.KV, [2, 3])),
+        )
         transfer = [rig.transfer(PoolName.MAMBA, ["b", "b"], [2, 3])]
-        assert refused(lambda: rig.backend.batch_set_v2(transfer))
+        expect_refused("v2 mamba set of keys ['b', 'b']", lambda: rig.backend.batch_set_v2(transfer))
 
 
 def test_an_empty_batch_does_nothing(hicache_target: Target) -> None:
+    """Empty batches answer empty results (0 hits) and change nothing."""
     with guarded(hicache_target) as rig:
         empty = torch.empty(0, dtype=torch.int64)
         assert rig.set_at(PoolName.KV, [], empty) == []
@@ -132,13 +161,20 @@ def test_an_empty_batch_does_nothing(hicache_target: Target) -> None:
     "key", [None, 7, b"bytes", "", "nul\x00inside"], ids=["None", "int", "bytes", "empty", "NUL"]
 )
 def test_keys_that_are_not_usable_strings_are_refused(hicache_target: Target, key: Any) -> None:
+    """Keys that are not non-empty, NUL-free strings are refused."""
     with guarded(hicache_target) as rig:
-        assert refused(lambda: rig.set_at(PoolName.KV, [key], rig.indices(PoolName.KV, [2])))
-        assert refused(lambda: rig.backend.batch_set_v2([rig.transfer(PoolName.MAMBA, [key], [2])]))
+        expect_refused(
+            f"KV set of key {key!r}", lambda: rig.set_at(PoolName.KV, [key], rig.indices(PoolName.KV, [2]))
+        )
+        expect_refused(
+            f"v2 mamba set of key {key!r}",
+            lambda: rig.backend.batch_set_v2([rig.transfer(PoolName.MAMBA, [key], [2])]),
+        )
 
 
 @pytest.mark.parametrize("key", ["../x", "../../x", "a/../../x", "..", "."])
 def test_path_traversal_keys_never_leave_the_store(hicache_target: Target, key: str) -> None:
+    """Keys spelling relative paths stay inside the store (or are refused) and read back exactly."""
     with guarded(hicache_target) as rig:
         payload = b"\x77" * rig.pool(PoolName.KV).page_nbytes()
         rig.put(PoolName.KV, 2, payload)
@@ -149,6 +185,7 @@ def test_path_traversal_keys_never_leave_the_store(hicache_target: Target, key: 
 
 
 def test_an_absolute_path_key_never_leaves_the_store(hicache_target: Target) -> None:
+    """A key spelling an absolute path never creates that file outside the store."""
     key = os.path.join(tempfile.gettempdir(), f"hicache-escape-{uuid.uuid4().hex}")
     try:
         with guarded(hicache_target) as rig:
@@ -162,6 +199,7 @@ def test_an_absolute_path_key_never_leaves_the_store(hicache_target: Target) -> 
 
 
 def test_keys_over_4_kib_are_stored_apart_or_refused(hicache_target: Target) -> None:
+    """Two 5000-character keys that differ in their last character never share an entry."""
     with guarded(hicache_target) as rig:
         keys = ["k" * 5000 + "a", "k" * 5000 + "b"]
         pages = {k: bytes([0x41 + i]) * rig.pool(PoolName.KV).page_nbytes() for i, k in enumerate(keys)}

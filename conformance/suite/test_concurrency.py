@@ -10,6 +10,8 @@ import subprocess
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from conformance.geometry import load_geometry
 from conformance.interface import PoolName
 from conformance.rig import Rig, Target, byte_difference
@@ -21,9 +23,9 @@ SLOTS = 4  # host pages each thread owns
 ROUNDS = 6
 
 
+@pytest.mark.hicache_requires("concurrent")
 def test_threads_storing_and_loading_disjoint_and_shared_keys_never_tear(hicache_target: Target) -> None:
     """Writers and readers on one instance: every read is one whole written version."""
-    hicache_target.require("concurrent")
     geometry = load_geometry(FAMILY)
     shared = [f"shared-{i}" for i in range(SLOTS)]
     with (
@@ -71,9 +73,9 @@ def test_threads_storing_and_loading_disjoint_and_shared_keys_never_tear(hicache
         assert not errors, "; ".join(errors[:5])
 
 
+@pytest.mark.hicache_requires("multiprocess")
 def test_two_processes_sharing_a_store_lose_nothing(hicache_target: Target) -> None:
     """Two writer processes on one store (as MLA ranks share KV): every key whole, none lost."""
-    hicache_target.require("multiprocess")
     geometry = load_geometry("deepseek_v3_mla")
     keys = [f"mla-{i}" for i in range(16)]
     with hicache_target.storage() as storage:

@@ -3,6 +3,9 @@
 Real processes: a writer is SIGKILLed mid-batch, or runs under RLIMIT_FSIZE, or against a
 read-only view of its store. Afterwards a fresh instance must see every key either whole (one of
 the versions that were written) or absent, and every key reported stored must still be there.
+
+The damage properties find a backend's files by what a write changed (``stores_files`` promises
+no file layout): they damage every file the write created or changed, and nothing else.
 """
 
 from __future__ import annotations
@@ -68,11 +71,11 @@ def _run(job: Job, timeout: float = 120) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("fresh", [False, True], ids=["overwriting", "fresh-keys"])
 @pytest.mark.parametrize("delay", [0.0, 0.003], ids=["at-once", "3ms"])
+@pytest.mark.hicache_requires("persistence", reason="a restart must see what was stored")
 def test_a_writer_killed_mid_batch_leaves_every_key_whole_or_absent(
     hicache_target: Target, delay: float, fresh: bool
 ) -> None:
     """SIGKILL during batch_set_v2: after a restart no key is torn and no stored key is lost."""
-    hicache_target.require("persistence", "a restart must see what was stored")
     geometry = load_geometry(KILL_FAMILY)
     keys = [f"kill-{i:03d}" for i in range(48)]
     with hicache_target.storage() as storage:
@@ -119,9 +122,9 @@ def test_a_writer_killed_mid_batch_leaves_every_key_whole_or_absent(
 
 
 @pytest.mark.parametrize("limit", [1, 2048, 4096], ids=["1B", "2KiB", "4KiB"])
+@pytest.mark.hicache_requires("persistence", reason="the writer runs in its own process")
 def test_a_file_size_limit_fails_writes_cleanly(hicache_target: Target, limit: int) -> None:
     """Under RLIMIT_FSIZE (a full disk), a set reports False and leaves nothing behind."""
-    hicache_target.require("persistence", "the writer runs in its own process")
     keys = [f"full-{i}" for i in range(4)]
     geometry = load_geometry(LIMIT_FAMILY)
     with hicache_target.storage() as storage:
@@ -172,14 +175,15 @@ def read_only_view(storage: Path) -> Iterator[Path]:
                 p.chmod(mode)
 
 
+@pytest.mark.hicache_requires(
+    "persistence", "stores_files", reason="the writer runs in its own process, on a read-only folder"
+)
 def test_a_read_only_store_refuses_writes_and_keeps_its_entries(hicache_target: Target) -> None:
     """Writing to a read-only store reports False for every key, and the old entries survive.
 
     New keys must be refused; so must stored ones, unless the backend declares first-write-wins,
     where a set of a stored key writes nothing.
     """
-    hicache_target.require("persistence", "the writer runs in its own process")
-    hicache_target.require("stores_files", "the suite makes the store's folder read-only")
     keys = [f"ro-{i}" for i in range(3)]
     new_keys = [f"ro-new-{i}" for i in range(2)]
     geometry = load_geometry(LIMIT_FAMILY)
@@ -208,53 +212,71 @@ def test_a_read_only_store_refuses_writes_and_keeps_its_entries(hicache_target: 
                     )
 
 
-def _entry_files(storage: Path) -> list[Path]:
-    return sorted(p for p in storage.rglob("*") if p.is_file() and not p.name.startswith("."))
+def _file_states(storage: Path) -> dict[Path, tuple[int, int, int]]:
+    states = {}
+    for path in storage.rglob("*"):
+        if path.is_file():
+            st = path.stat()
+            states[path] = (st.st_ino, st.st_size, st.st_mtime_ns)
+    return states
+
+
+def _store_victim(rig: Rig, data: bytes) -> list[Path]:
+    """Store ``data`` under "victim"; the files that write created or changed, which hold it."""
+    before = _file_states(rig.storage)
+    rig.put(PoolName.KV, 0, data)
+    assert rig.set(PoolName.KV, ["victim"], [0]) == [True], "the victim entry was not stored"
+    after = _file_states(rig.storage)
+    written = sorted(p for p, state in after.items() if before.get(p) != state)
+    assert written, f"storing an entry changed no file under {rig.storage}, though stores_files is declared"
+    return written
 
 
 @pytest.mark.parametrize("damage", ["empty", "halved", "one-byte-short"])
+@pytest.mark.hicache_requires("stores_files", reason="the suite must reach the stored files")
 def test_a_truncated_object_is_neither_present_nor_readable(hicache_target: Target, damage: str) -> None:
     """A short or empty stored object is absent to exists and get (upstream counts 0-byte files)."""
-    hicache_target.require("stores_files", "the suite must reach the stored objects")
     geometry = load_geometry("llama3_mha")
     with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=2) as rig:
-        rig.put(PoolName.KV, 0, b"\x5a" * rig.pool(PoolName.KV).page_nbytes())
-        assert rig.set(PoolName.KV, ["victim"], [0]) == [True]
-        (victim,) = _entry_files(storage)
-        size = victim.stat().st_size
-        os.truncate(victim, {"empty": 0, "halved": size // 2, "one-byte-short": size - 1}[damage])
-        assert rig.backend.batch_exists(["victim"]) == 0, f"a {damage} object counts as present"
-        assert rig.get(PoolName.KV, ["victim"], [1]) == [False]
+        written = _store_victim(rig, b"\x5a" * rig.pool(PoolName.KV).page_nbytes())
+        for victim in written:
+            size = victim.stat().st_size
+            os.truncate(victim, {"empty": 0, "halved": size // 2, "one-byte-short": max(0, size - 1)}[damage])
+        files = ", ".join(str(p.relative_to(storage)) for p in written)
+        hits = rig.backend.batch_exists(["victim"])
+        assert hits == 0, f"{damage} files ({files}): batch_exists answered {hits}, not 0"
+        got = rig.get(PoolName.KV, ["victim"], [1])
+        assert got == [False], f"{damage} files ({files}): get answered {got}, not [False]"
 
 
+@pytest.mark.hicache_requires(
+    "stores_files", "detects_corruption", reason="the suite must reach the stored files"
+)
 def test_a_corrupted_object_never_reads_back_as_wrong_bytes(hicache_target: Target) -> None:
     """Bit flips anywhere in a stored object give False or the exact bytes, never garbage."""
-    hicache_target.require("stores_files", "the suite must reach the stored objects")
-    hicache_target.require("detects_corruption")
     geometry = load_geometry("llama3_mha")
     with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=2) as rig:
         want = bytes(range(256)) * (rig.pool(PoolName.KV).page_nbytes() // 256)
-        rig.put(PoolName.KV, 0, want)
-        assert rig.set(PoolName.KV, ["victim"], [0]) == [True]
-        (victim,) = _entry_files(storage)
-        pristine = victim.read_bytes()
-        for offset in range(0, len(pristine), max(1, len(pristine) // 97)):
-            damaged = bytearray(pristine)
-            damaged[offset] ^= 0x01
-            victim.write_bytes(damaged)
-            rig.pool(PoolName.KV).fill(0)
-            if rig.get(PoolName.KV, ["victim"], [1]) == [True]:
-                rig.expect(PoolName.KV, 1, want, f"after flipping a bit at offset {offset}")
+        for victim in _store_victim(rig, want):
+            pristine = victim.read_bytes()
+            for offset in range(0, len(pristine), max(1, len(pristine) // 97)):
+                damaged = bytearray(pristine)
+                damaged[offset] ^= 0x01
+                victim.write_bytes(damaged)
+                rig.pool(PoolName.KV).fill(0)
+                if rig.get(PoolName.KV, ["victim"], [1]) == [True]:
+                    where = f"after flipping a bit at offset {offset} of {victim.relative_to(storage)}"
+                    rig.expect(PoolName.KV, 1, want, where)
+            victim.write_bytes(pristine)
 
 
 @pytest.mark.parametrize("misalign", [0, 64], ids=["aligned-base", "misaligned-base"])
+@pytest.mark.hicache_requires("direct_io_modes")
 def test_a_704_byte_page_under_o_direct_is_stored_or_cleanly_refused(
     hicache_target: Target, misalign: int
 ) -> None:
     """Upstream's O_DIRECT defect: a failed 704-byte write left a 0-byte file that exists counted."""
     modes = sorted(hicache_target.caps.direct_io_modes)
-    if not modes:
-        pytest.skip(f"backend {hicache_target.spec.name!r} declares no O_DIRECT mode")
     if PoolName.SWA not in hicache_target.caps.side_pools:
         pytest.skip(f"backend {hicache_target.spec.name!r} does not declare pool swa")
     geometry = load_geometry(LIMIT_FAMILY)

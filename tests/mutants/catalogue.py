@@ -71,6 +71,39 @@ class RankBlindNames(NixlBackend):
         self._scopes[name] = scope_for(replace(self.storage_config, tp_rank=0, tp_size=1), name)
 
 
+class PipelineBlindNames(NixlBackend):
+    """Object names leave out the pipeline stage: two stages' layers of a page share a record."""
+
+    def _register(self, name: str, host: Any) -> None:
+        super()._register(name, host)
+        self._scopes[name] = scope_for(replace(self.storage_config, pp_rank=0, pp_size=1), name)
+
+
+class ContextParallelBlindNames(NixlBackend):
+    """Object names leave out the attention-CP rank: CP ranks' slices of a page share a record."""
+
+    def _register(self, name: str, host: Any) -> None:
+        super()._register(name, host)
+        self._scopes[name] = scope_for(replace(self.storage_config, attn_cp_rank=0, attn_cp_size=1), name)
+
+
+class DcpBlindNames(NixlBackend):
+    """MLA object names leave out the DCP shard: each DCP rank's tokens of a page share a record."""
+
+    def _register(self, name: str, host: Any) -> None:
+        super()._register(name, host)
+        blind = replace(self.storage_config, dcp_rank=0, dcp_size=1, logical_page_size=None)
+        self._scopes[name] = scope_for(blind, name)
+
+
+class PerRankMlaNames(NixlBackend):
+    """MLA state is named per TP rank: ranks other than the writer miss what it stored."""
+
+    def _register(self, name: str, host: Any) -> None:
+        super()._register(name, host)
+        self._scopes[name] = scope_for(replace(self.storage_config, is_mla_model=False), name)
+
+
 class OffByOneRun(NixlBackend):
     """batch_exists counts one page past the leading run."""
 
@@ -152,6 +185,10 @@ STAGING_IN_POOL_DTYPE = _spec(StagingInPoolDtype)
 SHARED_STAGING = _spec(SharedStaging)
 POOL_BLIND_NAMES = _spec(PoolBlindNames)
 RANK_BLIND_NAMES = _spec(RankBlindNames)
+PIPELINE_BLIND_NAMES = _spec(PipelineBlindNames)
+CONTEXT_PARALLEL_BLIND_NAMES = _spec(ContextParallelBlindNames)
+DCP_BLIND_NAMES = _spec(DcpBlindNames)
+PER_RANK_MLA_NAMES = _spec(PerRankMlaNames)
 OFF_BY_ONE_RUN = _spec(OffByOneRun)
 TRAILING_WINDOW_MISREAD = _spec(TrailingWindowMisread)
 STAGED_OFFSETS_SHIFTED = _spec(StagedOffsetsShifted)
@@ -178,5 +215,9 @@ MUTANTS = [
     "GET_WRITES_OUTSIDE",
     "NO_READ_VERIFICATION",
     "IN_PLACE_WRITES",
+    "PIPELINE_BLIND_NAMES",
+    "CONTEXT_PARALLEL_BLIND_NAMES",
+    "DCP_BLIND_NAMES",
+    "PER_RANK_MLA_NAMES",
 ]
 """Names of the module attributes above, one mutant each: ``--backend=tests.mutants.catalogue:NAME``."""

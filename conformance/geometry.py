@@ -6,23 +6,31 @@ the number of pages, because those are what a backend must cope with.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
+import hicache_fixtures
 import torch
 
-import hicache_fixtures
 from conformance.hostpools import (
+    DeepSeekV4PagedHostPool,
     DSAIndexerHostPool,
     HostPoolDouble,
+    LogicalAnchorHostPool,
     MambaHostPool,
     MHAHostPool,
     MLAHostPool,
     MultiRegionHostPool,
 )
 from conformance.interface import PoolHitPolicy, PoolName, PoolTransfer
+from conformance.upstream.loader import UpstreamUnavailable, sglang
 
 KV_LAYOUTS = ("layer_first", "page_first", "page_first_direct")
+PAGE_FIRST_LAYOUTS = ("page_first", "page_first_direct")
+ANY_LAYOUT_KINDS = frozenset({"mha", "mla", "dsa_indexer", "dsv4_paged", "dsv4_state", "logical_anchor"})
+"""Kinds whose SGLang host pool takes every layout; Mamba (and the generic double) are page-first
+only."""
 
 
 def dtype_named(name: str) -> torch.dtype:
@@ -43,7 +51,15 @@ class PoolSpec:
 
     @property
     def layouts(self) -> tuple[str, ...]:
-        return KV_LAYOUTS if self.kind in ("mha", "mla") else ("page_first", "page_first_direct")
+        return KV_LAYOUTS if self.kind in ANY_LAYOUT_KINDS else PAGE_FIRST_LAYOUTS
+
+    def layout_for(self, kv_layout: str) -> str:
+        """The layout this pool gets beside a KV pool in ``kv_layout``: SGLang gives every host pool
+        the one ``--hicache-mem-layout``; a page-first-only kind gets page_first instead of
+        layer_first."""
+        if kv_layout in self.layouts:
+            return kv_layout
+        return "page_first_direct" if kv_layout == "page_first_direct" else "page_first"
 
     @property
     def block_pages(self) -> int:
@@ -118,6 +134,21 @@ class PoolSpec:
                 layout=layout,
                 misalign=misalign,
             )
+        elif self.kind in ("dsv4_paged", "dsv4_state"):
+            item_bytes = p["item_bytes"] if self.kind == "dsv4_paged" else p["ring_size"] * p["slot_bytes"]
+            pool = DeepSeekV4PagedHostPool(
+                layer_num=p["layer_num"],
+                item_bytes=item_bytes,
+                page_size=p["page_size"],
+                page_num=page_num,
+                layout=layout,
+                item_dtypes=[(dtype_named(d), n) for d, n in p.get("item_dtypes", [])],
+                misalign=misalign,
+            )
+        elif self.kind == "logical_anchor":
+            pool = LogicalAnchorHostPool(
+                page_size=p["page_size"], page_num=page_num, layout=layout, misalign=misalign
+            )
         else:
             raise ValueError(f"unknown pool kind {self.kind!r}")
         pool.fill(0xA5)
@@ -163,3 +194,25 @@ def load_geometry(family: str) -> ModelGeometry:
 
 def all_geometries() -> list[ModelGeometry]:
     return [load_geometry(f) for f in hicache_fixtures.model_families()]
+
+
+def covered_pool_names() -> frozenset[str]:
+    """Every pool name some shipped geometry builds."""
+    return frozenset(str(p.name) for g in all_geometries() for p in g.pools)
+
+
+def interface_pool_names() -> frozenset[str]:
+    """The pool names the interface knows: ours, and the installed SGLang's where it imports."""
+    names = {str(n) for n in PoolName}
+    with contextlib.suppress(UpstreamUnavailable):
+        names |= {n.value for n in sglang().PoolName}
+    return frozenset(names)
+
+
+def untested_pool_names() -> list[str]:
+    """Pool names the interface knows and no geometry builds: what a certificate does not cover.
+
+    Derived from the installed ``PoolName`` rather than a list, so a pool a new SGLang adds shows up
+    here (and in the report) instead of being silently absent.
+    """
+    return sorted(interface_pool_names() - covered_pool_names())

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -33,6 +34,11 @@ def aligned_empty(
     raw = torch.empty(nbytes + 2 * alignment, dtype=torch.uint8)
     start = (misalign - raw.data_ptr()) % alignment
     return raw[start : start + nbytes].view(dtype).reshape(tuple(shape))
+
+
+def store_dtype(dtype: torch.dtype) -> torch.dtype:
+    """What SGLang's KV pools keep fp8 in: uint8 (``index_put`` has no fp8 kernels)."""
+    return torch.uint8 if dtype in (torch.float8_e5m2, torch.float8_e4m3fn, torch.float8_e4m3fnuz) else dtype
 
 
 @dataclass(frozen=True)
@@ -174,6 +180,7 @@ class MHAHostPool(HostPoolDouble):
         misalign: int = 0,
     ) -> None:
         self.layer_num, self.head_num, self.head_dim = layer_num, head_num, head_dim
+        self.value_dtype, dtype = dtype, store_dtype(dtype)
         self.page_size, self.size, self.dtype, self.layout = (
             page_size,
             page_size * page_num,
@@ -194,6 +201,17 @@ class MHAHostPool(HostPoolDouble):
 
     def backing(self) -> list[torch.Tensor]:
         return [self.kv_buffer]
+
+    def segments(self) -> list[list[Segment]]:
+        """Bit patterns in the value dtype (fp8 too), though SGLang stores fp8 as uint8."""
+        return [[Segment(self.value_dtype, s.nbytes) for s in region] for region in super().segments()]
+
+    def get_hybrid_pool_buffer(self) -> list[torch.Tensor]:
+        """The K and V halves, as upstream's ``k_buffer``/``v_buffer``."""
+        return [self.kv_buffer[0], self.kv_buffer[1]]
+
+    def get_ksize_per_token(self) -> int:
+        return self.layer_num * self.head_num * self.head_dim * self.dtype.itemsize
 
     def _page_regions(self, index: int) -> list[torch.Tensor]:
         ps = self.page_size
@@ -245,6 +263,7 @@ class MLAHostPool(HostPoolDouble):
         misalign: int = 0,
     ) -> None:
         self.layer_num, self.kv_cache_dim = layer_num, kv_cache_dim
+        self.value_dtype, dtype = dtype, store_dtype(dtype)
         self.page_size, self.size, self.dtype, self.layout = (
             page_size,
             page_size * page_num,
@@ -265,6 +284,13 @@ class MLAHostPool(HostPoolDouble):
 
     def backing(self) -> list[torch.Tensor]:
         return [self.kv_buffer]
+
+    def get_ksize_per_token(self) -> int:
+        return self.layer_num * self.kv_cache_dim * self.dtype.itemsize
+
+    def segments(self) -> list[list[Segment]]:
+        """Bit patterns in the value dtype (fp8 too), though SGLang stores fp8 as uint8."""
+        return [[Segment(self.value_dtype, s.nbytes) for s in region] for region in super().segments()]
 
     def _page_regions(self, index: int) -> list[torch.Tensor]:
         ps = self.page_size
@@ -330,13 +356,23 @@ class MambaHostPool(HostPoolDouble):
         return [self.temporal_buffer, *self.conv_buffer]
 
     def _page_regions(self, index: int) -> list[torch.Tensor]:
-        return [buf[index] for buf in self.backing()]
+        """Temporal then conv_0..N-1; a conv-only model's empty temporal state is no region, as
+        upstream's ``get_page_buffer_meta`` drops it."""
+        return [buf[index] for buf in self.backing() if buf[index].numel()]
+
+    def get_hybrid_pool_buffer(self) -> list[torch.Tensor]:
+        return self.backing()
+
+    def get_ksize_per_token(self) -> int:
+        return self.page_nbytes()
 
 
 class DSAIndexerHostPool(HostPoolDouble):
     """The DSA indexer host pool: per page and layer, fp8 keys then their fp32 block scales.
 
-    The buffer is uint8 (``indexer_dtype``) while ``dtype`` is the KV store dtype.
+    The buffer is uint8 (``indexer_dtype``) while ``dtype`` is the KV store dtype. Its layout is the
+    anchor MLA pool's, layer_first too; there, as upstream's, ``get_page_buffer_meta`` refuses and
+    a backend must move the page through ``get_data_page``/``set_from_flat_data_page``.
     """
 
     kind = "dsa_indexer"
@@ -353,8 +389,8 @@ class DSAIndexerHostPool(HostPoolDouble):
         layout: str = "page_first",
         misalign: int = 0,
     ) -> None:
-        if layout not in ("page_first", "page_first_direct"):
-            raise ValueError("the DSA indexer pool stores pages page-first")
+        if layout not in ("layer_first", "page_first", "page_first_direct"):
+            raise ValueError(f"unsupported DSA indexer layout {layout!r}")
         self.layer_num, self.index_head_dim = layer_num, index_head_dim
         self.page_size, self.size, self.layout = page_size, page_size * page_num, layout
         self.dtype = store_dtype
@@ -362,19 +398,39 @@ class DSAIndexerHostPool(HostPoolDouble):
         self.payload_bytes = page_size * index_head_dim
         self.scale_bytes = page_size * (index_head_dim // self.SCALE_BLOCK) * 4
         self.stride = self.payload_bytes + self.scale_bytes
-        self.buffer = aligned_empty((page_num, layer_num, 1, self.stride), torch.uint8, misalign)
+        dims = (
+            (layer_num, page_num, self.stride)
+            if layout == "layer_first"
+            else (page_num, layer_num, 1, self.stride)
+        )
+        self.buffer = aligned_empty(dims, torch.uint8, misalign)
 
     def backing(self) -> list[torch.Tensor]:
         return [self.buffer]
 
+    def get_hybrid_pool_buffer(self) -> list[torch.Tensor]:
+        return [self.buffer]
+
+    def get_ksize_per_token(self) -> int:
+        return self.layer_num * self.stride // self.page_size
+
     def _page_regions(self, index: int) -> list[torch.Tensor]:
+        if self.layout == "layer_first":
+            return [self.buffer[layer, index // self.page_size] for layer in range(self.layer_num)]
         return [self.buffer[index // self.page_size]]
+
+    def get_page_buffer_meta(self, indices: torch.Tensor) -> tuple[list[int], list[int]]:
+        if self.layout == "layer_first":
+            raise ValueError(f"Unsupported layout: {self.layout}")
+        return super().get_page_buffer_meta(indices)
 
     def segments(self) -> list[list[Segment]]:
         per_layer = [
             Segment(torch.float8_e4m3fn, self.payload_bytes),
             Segment(torch.float32, self.scale_bytes),
         ]
+        if self.layout == "layer_first":
+            return [per_layer for _ in range(self.layer_num)]
         return [per_layer * self.layer_num]
 
 
@@ -407,3 +463,111 @@ class MultiRegionHostPool(HostPoolDouble):
 
     def _page_regions(self, index: int) -> list[torch.Tensor]:
         return [buf[index // self.page_size] for buf in self.buffers]
+
+
+class DeepSeekV4PagedHostPool(HostPoolDouble):
+    """DeepSeek-V4's ``DeepSeekV4PagedHostPool`` and ``DeepSeekV4StateHostPool``: raw uint8 rows.
+
+    A page is ``item_bytes`` a layer (compressed KV, indexer, rope or ring-buffer state rows);
+    ``layer_first`` keeps one buffer a layer, so a page is one region a layer there, while the
+    page-first layouts hold all layers of a page in one region. ``item_dtypes`` says which typed
+    runs tile an item, for bit patterns only: the pool itself is bytes (``dtype`` is uint8).
+    """
+
+    kind = "dsv4_paged"
+
+    def __init__(
+        self,
+        *,
+        layer_num: int,
+        item_bytes: int,
+        page_size: int,
+        page_num: int,
+        layout: str,
+        item_dtypes: Sequence[tuple[torch.dtype, int]] = (),
+        misalign: int = 0,
+    ) -> None:
+        self.layer_num, self.item_bytes = layer_num, item_bytes
+        self.page_size, self.size, self.layout = page_size, page_size * page_num, layout
+        self.dtype = torch.uint8
+        self.misalign = misalign
+        runs = list(item_dtypes) or [(torch.uint8, item_bytes)]
+        if sum(n for _, n in runs) != item_bytes:
+            raise ValueError(f"item_dtypes cover {sum(n for _, n in runs)} of {item_bytes} bytes")
+        self.item_runs = [Segment(d, n) for d, n in runs]
+        self.kv_buffer: torch.Tensor | list[torch.Tensor]
+        if layout == "layer_first":
+            self.kv_buffer = [
+                aligned_empty((page_num, item_bytes), torch.uint8, misalign) for _ in range(layer_num)
+            ]
+        elif layout == "page_first":
+            self.kv_buffer = aligned_empty((page_num, layer_num, item_bytes), torch.uint8, misalign)
+        elif layout == "page_first_direct":
+            self.kv_buffer = aligned_empty((page_num, layer_num, 1, item_bytes), torch.uint8, misalign)
+        else:
+            raise ValueError(f"unsupported DeepSeek-V4 layout {layout!r}")
+
+    def backing(self) -> list[torch.Tensor]:
+        return list(self.kv_buffer) if isinstance(self.kv_buffer, list) else [self.kv_buffer]
+
+    def _page_regions(self, index: int) -> list[torch.Tensor]:
+        row = index // self.page_size
+        if isinstance(self.kv_buffer, list):
+            return [layer[row] for layer in self.kv_buffer]
+        return [self.kv_buffer[row]]
+
+    def segments(self) -> list[list[Segment]]:
+        per_layer = list(self.item_runs)
+        if self.layout == "layer_first":
+            return [per_layer for _ in range(self.layer_num)]
+        return [per_layer * self.layer_num]
+
+    def get_hybrid_pool_buffer(self) -> list[torch.Tensor]:
+        return self.backing()
+
+    def get_ksize_per_token(self) -> int:
+        return self.item_bytes
+
+
+class LogicalAnchorHostPool(HostPoolDouble):
+    """DeepSeek-V4's ``LogicalHostPool``: the KV anchor that owns page slots and no bytes.
+
+    Its ``get_page_buffer_meta`` answers None, its pages are empty uint8 tensors and, as upstream's,
+    it has no ``is_stride_page_aligned`` at all: a backend must notice the missing KV buffer
+    (``kv_buffer is None``) and keep a per-page marker so that exists can gate the side pools.
+    """
+
+    kind = "logical_anchor"
+    kv_buffer = None
+
+    def __init__(self, *, page_size: int, page_num: int, layout: str, misalign: int = 0) -> None:
+        self.page_size, self.size, self.layout = page_size, page_size * page_num, layout
+        self.dtype = torch.uint8
+        self.misalign = misalign
+        self.layer_num = 0
+
+    def backing(self) -> list[torch.Tensor]:
+        return []
+
+    def _page_regions(self, index: int) -> list[torch.Tensor]:
+        return []
+
+    def get_page_buffer_meta(self, indices: torch.Tensor) -> None:  # type: ignore[override]
+        return None
+
+    def get_data_page(self, index: int, flat: bool = True) -> torch.Tensor:
+        return torch.empty(0, dtype=torch.uint8)
+
+    def get_dummy_flat_data_page(self) -> torch.Tensor:
+        return torch.empty(0, dtype=torch.uint8)
+
+    def set_from_flat_data_page(self, index: int, data_page: torch.Tensor) -> None:
+        """Nothing to restore: the anchor holds no bytes."""
+
+    @property
+    def is_stride_page_aligned(self) -> Any:
+        """Absent, as on upstream's ``LogicalHostPool`` (``hasattr`` is False)."""
+        raise AttributeError("LogicalHostPool has no is_stride_page_aligned")
+
+    def get_ksize_per_token(self) -> int:
+        return 0

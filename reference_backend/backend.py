@@ -49,7 +49,7 @@ from reference_backend import __version__, agents
 from reference_backend.config import BackendConfig
 from reference_backend.log import HAS_SUM, Entry, SegmentLog, commit_size
 from reference_backend.naming import Scope, entry_digest, scope_for
-from reference_backend.record import BLOCK, RecordLayout, checksum_of, layout_from_sizes, pad
+from reference_backend.record import BLOCK, RecordLayout, checksum_of, layout_from_sizes, meaning_of, pad
 
 KV = str(PoolName.KV)
 
@@ -221,7 +221,7 @@ class NixlBackend:
             sizes = [host.get_dummy_flat_data_page().view(torch.uint8).numel()]
             has_meta = False
         zero_copy = has_meta and self.moves_in_place(host)
-        pool = _Pool(name, host, layout_from_sizes(sizes), zero_copy, has_meta)
+        pool = _Pool(name, host, layout_from_sizes(sizes, meaning_of(host)), zero_copy, has_meta)
         if has_meta:
             pool.learn_strides()
         if zero_copy:

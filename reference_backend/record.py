@@ -18,6 +18,7 @@ import struct
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import xxhash
 
@@ -42,6 +43,9 @@ class RecordLayout:
     """Byte offsets of a pool's regions inside its records."""
 
     region_sizes: tuple[int, ...]
+    meaning: str = ""
+    """What the bytes hold (element dtype, tokens per page): same-sized pages of another KV dtype
+    or page size are another format, and must never read back as this one."""
 
     @property
     def offsets(self) -> tuple[int, ...]:
@@ -58,10 +62,16 @@ class RecordLayout:
     @property
     def tag(self) -> int:
         """A 32-bit fingerprint of the geometry, so a record never reads back into another shape."""
-        return zlib.crc32(struct.pack(f"<{len(self.region_sizes)}Q", *self.region_sizes))
+        shape = struct.pack(f"<{len(self.region_sizes)}Q", *self.region_sizes)
+        return zlib.crc32(shape + self.meaning.encode())
 
 
-def layout_from_sizes(sizes: Sequence[int]) -> RecordLayout:
+def layout_from_sizes(sizes: Sequence[int], meaning: str = "") -> RecordLayout:
     if not sizes or any(s <= 0 for s in sizes):
         raise ValueError("a page needs at least one non-empty region")
-    return RecordLayout(tuple(int(s) for s in sizes))
+    return RecordLayout(tuple(int(s) for s in sizes), meaning)
+
+
+def meaning_of(host: Any) -> str:
+    """A host pool's element dtype and tokens per page, the part of its format sizes do not show."""
+    return f"{getattr(host, 'dtype', '')}/{getattr(host, 'page_size', '')}"

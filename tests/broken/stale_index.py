@@ -1,0 +1,36 @@
+"""Defect: the store is indexed once, when the instance first looks; other writers stay unseen.
+
+What other processes commit after that first look is invisible until a restart, so ranks that
+share a store (MLA's replicated KV) miss each other's entries for the life of the server.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from conformance.capabilities import BackendSpec
+from conformance.interface import HiCacheStorageConfig
+from reference_backend.backend import CAPABILITIES, NixlBackend
+
+
+class StaleIndexBackend(NixlBackend):
+    def __init__(
+        self,
+        storage_config: HiCacheStorageConfig,
+        location: str | os.PathLike[str] | dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(storage_config, location)
+        log = self._log
+        first_look = log.refresh
+        looked: list[bool] = []
+
+        def refresh_once() -> None:
+            if not looked:
+                looked.append(True)
+                first_look()
+
+        log.refresh = refresh_once  # type: ignore[method-assign]
+
+
+SPEC = BackendSpec("broken-stale-index", StaleIndexBackend, CAPABILITIES)

@@ -1,63 +1,138 @@
-"""``--cert-report`` writes a report that matches the run it describes."""
+"""``--cert-report`` writes a report that matches the run it describes, and certifies only the suite."""
 
 from __future__ import annotations
 
 import json
+import shlex
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from conformance.report import CertReport, PropertyResult
 
-def _run(pytester: pytest.Pytester, backend: str, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
-    out = pytester.path / "cert"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(
+    pytester: pytest.Pytester, backend: str, *args: str, out: str = "cert"
+) -> tuple[pytest.RunResult, dict[str, Any]]:
+    folder = pytester.path / out
     result = pytester.runpytest(
-        f"--backend={backend}", f"--cert-report={out}", "-p", "no:cacheprovider", *args
+        f"--backend={backend}", f"--cert-report={folder}", "-p", "no:cacheprovider", *args
     )
-    report = json.loads((out / "report.json").read_text())
-    assert (out / "report.md").read_text().startswith(f"# HiCache v2 certification: {report['backend']}")
+    report = json.loads((folder / "report.json").read_text())
+    assert (folder / "report.md").read_text().startswith(f"# HiCache v2 certification: {report['backend']}")
     return result, report
 
 
-def test_the_report_counts_what_the_run_counted(pytester: pytest.Pytester) -> None:
+def test_a_keyword_selection_is_a_partial_run_that_lists_what_did_not_run(pytester: pytest.Pytester) -> None:
     result, report = _run(pytester, "memory", "-k", "exists or alignment")
     outcomes = result.parseoutcomes()
-    counted = Counter(p["outcome"] for p in report["properties"])
+    ran = [p for p in report["properties"] if p["outcome"] != "not run"]
+    counted = Counter(p["outcome"] for p in ran)
     assert counted["passed"] == outcomes["passed"]
     assert counted["skipped"] == outcomes.get("skipped", 0)
-    assert report["verdict"] == "certified for a subset"
-    assert sorted(report["not_claimed"]) == sorted(
-        p["nodeid"] for p in report["properties"] if p["outcome"] == "skipped"
-    )
-    assert all(
-        p["reason"].startswith("backend 'memory' does not declare")
-        for p in report["properties"]
-        if p["outcome"] == "skipped"
-    )
+    assert report["verdict"] == "partial run"
+    assert len(report["not_run"]) == outcomes["deselected"] > 0
+    assert len(report["not_run"]) + len(ran) == len(report["suite"]) == len(report["properties"])
+    assert report["selection"]["keyword"] == "exists or alignment"
     assert report["capabilities"]["persistence"] is False
     assert {"python", "torch", "nixl", "os"} <= set(report["environment"])
     hypothesis_runs = [
-        p for p in report["properties"] if "hit_policy" in p["nodeid"] or "leading_run" in p["nodeid"]
+        p for p in ran if "follows_every_pools_hit_policy" in p["property"] or "leading_run" in p["property"]
     ]
     assert hypothesis_runs and all(p["examples"] > 0 for p in hypothesis_runs)
-    assert isinstance(report["seed"], int)
+    assert isinstance(report["seed"], int) and report["seeds"] == {"main": report["seed"]}
+    assert report["date"].endswith("UTC") and "-k 'exists or alignment'" in report["command"]
+    assert report["hypothesis_profile"] == "hicache-default"
+    assert f"--hypothesis-seed={report['seed']}" in report["rerun"]
+    assert [p["property"] for p in report["properties"]] == sorted(
+        p["property"] for p in report["properties"]
+    )
 
 
-def test_a_failing_backend_is_not_certified_and_its_failures_are_named(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize(
+    "narrowing",
+    [
+        ["-m", "not hicache_requires"],
+        ["--deselect", "{suite}/test_bad_input.py::test_an_empty_batch_does_nothing"],
+        ["{suite}/test_bad_input.py"],
+        ["{suite}/test_bad_input.py::test_an_empty_batch_does_nothing"],
+    ],
+    ids=["mark", "deselect", "path", "node-id"],
+)
+def test_every_way_of_narrowing_the_run_is_a_partial_run(
+    pytester: pytest.Pytester, narrowing: list[str]
+) -> None:
+    from conformance.plugin import SUITE_DIR
+
+    args = [a.format(suite=SUITE_DIR) for a in narrowing]
+    _, report = _run(pytester, "memory", *args, "-k", "bad_input")
+    assert report["verdict"] == "partial run", report["verdict"]
+    assert report["not_run"]
+    assert all(p["property"] in report["suite"] for p in report["properties"])
+
+
+def test_the_users_own_tests_never_count_as_properties(pytester: pytest.Pytester) -> None:
+    """The issue's run: ``--backend=X tests`` ran three user tests and called it certified."""
+    pytester.makepyfile(test_mine="def test_one():\n    pass\n\ndef test_two():\n    pass\n")
+    result, report = _run(pytester, "memory", "test_mine.py")
+    result.assert_outcomes(passed=2)
+    assert report["verdict"] == "partial run"
+    assert report["other_tests"] == 2
+    assert all(p["outcome"] == "not run" for p in report["properties"])
+    assert len(report["not_run"]) == len(report["suite"]) > 100
+
+
+def test_a_failing_backend_is_not_certified_and_each_failure_is_explained(pytester: pytest.Pytester) -> None:
     result, report = _run(pytester, "tests.broken.partial_exists:SPEC", "-k", "exists")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    failed = sorted(p["nodeid"] for p in report["properties"] if p["outcome"] == "failed")
+    failed = [p for p in report["properties"] if p["outcome"] == "failed"]
     assert report["verdict"] == "not certified"
-    assert sorted(report["failing"]) == failed
-    assert failed and all("test_batch_exists_counts_the_leading_run_of_present_keys" in n for n in failed)
+    assert sorted(report["failing"]) == sorted(p["property"] for p in failed)
+    leading = [
+        p for p in failed if "test_batch_exists_counts_the_leading_run_of_present_keys" in p["property"]
+    ]
+    assert leading, [p["property"] for p in failed]
+    for p in leading:
+        assert p["guarantee"] and p["message"].startswith("AssertionError")
+        assert "Falsifying" in p["example"] and "present=" in p["example"], p["example"]
+    markdown = (pytester.path / "cert" / "report.md").read_text()
+    assert "## Failing properties" in markdown and "Minimal example:" in markdown
 
 
-def test_a_backend_passing_everything_it_ran_is_certified(pytester: pytest.Pytester) -> None:
-    result, report = _run(pytester, "nixl", "-k", "exists_hit_policies", "--hypothesis-seed=7")
+def test_a_backend_passing_the_whole_suite_is_certified(pytester: pytest.Pytester) -> None:
+    """Every property ran and passed (memory skips what it does not claim: a subset)."""
+    result, report = _run(pytester, "memory", "--hypothesis-seed=7")
     assert result.ret == pytest.ExitCode.OK
-    assert report["verdict"] == "certified"
-    assert report["seed"] == 7
-    assert report["backend"] == "nixl" and report["mode"] == "buffered"
+    assert report["verdict"] == "certified for a subset"
+    assert report["seed"] == 7 and not report["not_run"] if "not_run" in report else report["seed"] == 7
+    assert all(p["outcome"] in ("passed", "skipped") for p in report["properties"])
+    skipped = [p["reason"] for p in report["properties"] if p["outcome"] == "skipped"]
+    assert all("does not declare" in r or "declares no" in r for r in skipped), skipped
+    stateful = [p for p in report["properties"] if "stateful" in p["property"]]
+    assert stateful and all(p["examples"] > 0 for p in stateful), stateful
+    assert report["coverage"]["model geometries"] and report["coverage"]["pool kinds"]
+
+
+def test_the_verdict_certifies_only_a_whole_clean_run() -> None:
+    """The verdict rules on their own: failure, partial run, subset, certified."""
+    suite = ["test_a.py::test_x", "test_a.py::test_y"]
+
+    def report(*outcomes: str, other: int = 0) -> str:
+        rows = [PropertyResult(pid, "a", o) for pid, o in zip(suite, outcomes)]
+        return CertReport("b", "1", "m", {}, 1, suite=suite, properties=rows, other_tests=other).verdict()[
+            "verdict"
+        ]
+
+    assert report("passed", "passed") == "certified"
+    assert report("passed", "skipped") == "certified for a subset"
+    assert report("passed") == "partial run"
+    assert report("passed", "passed", other=1) == "partial run"
+    assert report("failed") == "not certified"
+    assert report("passed", "known defect") == "not certified"
 
 
 def test_junit_xml_records_every_property(pytester: pytest.Pytester) -> None:
@@ -67,3 +142,32 @@ def test_junit_xml_records_every_property(pytester: pytest.Pytester) -> None:
     )
     assert result.ret == pytest.ExitCode.OK
     assert xml.read_text().count("<testcase ") == result.parseoutcomes()["passed"]
+
+
+def test_the_rerun_command_reproduces_the_failing_set_under_xdist(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two workers, one seed: the report's rerun command fails exactly the same properties, the same way."""
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the broken backends live in this repository's tests/
+    args = ["-n", "2", "-p", "no:cacheprovider", "-k", "pool_isolation and overwriting_one_pool"]
+    first = pytester.runpytest_subprocess(
+        "--backend=tests.broken.pool_blind_names:SPEC", f"--cert-report={pytester.path / 'one'}", *args
+    )
+    assert first.ret == pytest.ExitCode.TESTS_FAILED
+    one = json.loads((pytester.path / "one" / "report.json").read_text())
+    assert set(one["seeds"]) == {"main", "gw0", "gw1"} and set(one["seeds"].values()) == {one["seed"]}
+    rerun = shlex.split(one["rerun"])[1:]
+    assert f"--hypothesis-seed={one['seed']}" in rerun
+    rerun = [a.replace(str(pytester.path / "one"), str(pytester.path / "two")) for a in rerun]
+    second = pytester.runpytest_subprocess(*rerun)
+    assert second.ret == pytest.ExitCode.TESTS_FAILED
+    two = json.loads((pytester.path / "two" / "report.json").read_text())
+
+    def failures(report: dict[str, Any]) -> dict[str, tuple[str, str]]:
+        return {
+            p["property"]: (p["message"], p["example"])
+            for p in report["properties"]
+            if p["outcome"] == "failed"
+        }
+
+    assert failures(one) and failures(one) == failures(two)

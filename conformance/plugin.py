@@ -55,6 +55,7 @@ class _Run:
 
 _run_key = pytest.StashKey[_Run]()
 _examples_key = pytest.StashKey[int]()
+_home_key = pytest.StashKey[str]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -134,17 +135,28 @@ def _use_profiles(config: pytest.Config) -> None:
     hypothesis's own plugin loads the chosen profile after this hook; the database is switched
     off once it has (``pytest_sessionstart``).
     """
-    from hypothesis import HealthCheck, Phase, settings
+    from hypothesis import HealthCheck, Phase, configuration, settings
 
     quiet = [HealthCheck.too_slow, HealthCheck.data_too_large]
     # the explain phase re-runs a failure dozens of times; "thorough" keeps it
     fast = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
     settings.register_profile(
-        DEFAULT_PROFILE, max_examples=12, deadline=None, phases=fast, suppress_health_check=quiet
+        DEFAULT_PROFILE,
+        max_examples=12,
+        deadline=None,
+        phases=fast,
+        suppress_health_check=quiet,
+        database=None,
     )
-    settings.register_profile("thorough", max_examples=400, deadline=None, suppress_health_check=quiet)
+    settings.register_profile(
+        "thorough", max_examples=400, deadline=None, suppress_health_check=quiet, database=None
+    )
     if config.getoption("hypothesis_profile", None) is None:
         config.option.hypothesis_profile = DEFAULT_PROFILE
+    # hypothesis keeps caches (e.g. its unicode tables) under .hypothesis/ in the working folder
+    home = tempfile.mkdtemp(prefix="hicache-hypothesis-")
+    config.stash[_home_key] = home
+    configuration.set_hypothesis_home_dir(home)
 
 
 def _split(arg: str, root: Path) -> tuple[Path, str]:
@@ -237,11 +249,11 @@ def requirements(item: pytest.Item) -> tuple[list[str], str]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Narrow to the paths asked for, skip what the backend does not claim, expect known defects."""
-    from conformance.capabilities import Capabilities
-
     run = config.stash.get(_run_key, None)
     if run is None:
         return
+    from conformance.capabilities import Capabilities
+
     run.suite = sorted(pid for pid in map(suite_id, items) if pid)
     if run.narrowed_to is not None:
         keep = [i for i in items if suite_id(i) is None or _selected_by(i, run.narrowed_to)]
@@ -397,9 +409,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     from hypothesis import settings
 
     current = settings.get_current_profile_name()
-    if getattr(settings.default, "database", None) is not None:
+    if current not in (DEFAULT_PROFILE, "thorough"):  # the user's own profile: keep it, less the database
         settings.register_profile(f"{current}-without-database", database=None)
         settings.load_profile(f"{current}-without-database")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    home = config.stash.get(_home_key, None)
+    if home is not None:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -1,0 +1,94 @@
+"""The backend contract as a table: each capability, what it promises, and the properties it unlocks.
+
+Generated from :class:`conformance.capabilities.Capabilities` (each field's ``metadata["doc"]``)
+and from the suite's sources (which properties name a claim in ``hicache_requires`` or
+``require(...)``, and which adapt to it by reading ``caps.<claim>``), so the README cannot drift
+from the code: ``python -m conformance.contract --update README.md`` rewrites its table, and a
+test checks it is current.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from conformance.capabilities import capability_docs
+
+SUITE_DIR = Path(__file__).parent / "suite"
+BEGIN, END = "<!-- capability-table:begin -->", "<!-- capability-table:end -->"
+# helpers on Target that skip unless a claim holds
+_HELPERS = {
+    "require_side_pools": "side_pools",
+    "require_layout": "layouts",
+    "queryable_pools": "hit_policies",
+}
+
+
+def _string_args(call: ast.Call) -> list[str]:
+    return [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+
+
+def claims_by_property() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """``(needs, reads)``: claim -> properties that need it, and that adapt to it."""
+    needs: dict[str, set[str]] = defaultdict(set)
+    reads: dict[str, set[str]] = defaultdict(set)
+    for path in sorted(SUITE_DIR.glob("test_*.py")):
+        family = path.stem.removeprefix("test_")
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.FunctionDef) or not node.name.startswith("test_"):
+                continue
+            name = f"{family}::{node.name}"
+            for deco in node.decorator_list:
+                if isinstance(deco, ast.Call) and getattr(deco.func, "attr", "") == "hicache_requires":
+                    for claim in _string_args(deco):
+                        needs[claim].add(name)
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
+                    if inner.func.attr == "require":
+                        for claim in _string_args(inner)[:1]:
+                            needs[claim].add(name)
+                    elif inner.func.attr in _HELPERS:
+                        needs[_HELPERS[inner.func.attr]].add(name)
+                if (
+                    isinstance(inner, ast.Attribute)
+                    and isinstance(inner.value, ast.Attribute)
+                    and inner.value.attr == "caps"
+                ):
+                    reads[inner.attr].add(name)
+    return needs, reads
+
+
+def capability_table() -> str:
+    """The README's table, one row per capability field."""
+    needs, reads = claims_by_property()
+    lines = [
+        BEGIN,
+        "| capability | default | what it promises, and what the suite may then do | properties it unlocks |",
+        "|---|---|---|---|",
+    ]
+    for name, default, doc in capability_docs():
+        unlocked = sorted(needs.get(name, set()))
+        adapted = sorted(reads.get(name, set()) - set(unlocked))
+        cell = ", ".join(f"`{p}`" for p in unlocked) or "-"
+        if adapted:
+            cell += "; adapts: " + ", ".join(f"`{p}`" for p in adapted)
+        lines.append(f"| `{name}` | `{default}` | {doc.replace('|', '/')} | {cell} |")
+    return "\n".join([*lines, END])
+
+
+def update(readme: Path) -> bool:
+    """Rewrite the table between the markers in ``readme``; True if it changed."""
+    text = readme.read_text()
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    new = text[:start] + capability_table() + text[end:]
+    readme.write_text(new)
+    return new != text
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--update"]:
+        print("updated" if update(Path(sys.argv[2])) else "unchanged")
+    else:
+        print(capability_table())

@@ -89,22 +89,23 @@ def test_a_writer_killed_mid_batch_leaves_every_key_whole_or_absent(
             rounds=10_000,
             fresh_keys=fresh,
         )
-        proc = subprocess.Popen(job.argv(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        try:
-            assert proc.stdout is not None
-            lines = _reports(proc.stdout)
-            first = next((r for r in lines if "round" in r), {})
-            if first.get("round") != 0 or next(lines, {}).get("writing") != 1:
-                proc.wait(timeout=60)
-                raise AssertionError(
-                    f"worker never finished a round: {proc.stderr.read() if proc.stderr else ''}"
-                )
-            time.sleep(delay)  # round 1's batch_set_v2 has begun
-            proc.send_signal(signal.SIGKILL)
-            rest = proc.stdout.read()
-        finally:
-            proc.kill()
-            proc.wait()
+        # the with block closes both pipes, so no ResourceWarning reaches a -W error run
+        with subprocess.Popen(job.argv(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+            try:
+                assert proc.stdout is not None
+                lines = _reports(proc.stdout)
+                first = next((r for r in lines if "round" in r), {})
+                if first.get("round") != 0 or next(lines, {}).get("writing") != 1:
+                    proc.wait(timeout=60)
+                    raise AssertionError(
+                        f"worker never finished a round: {proc.stderr.read() if proc.stderr else ''}"
+                    )
+                time.sleep(delay)  # round 1's batch_set_v2 has begun
+                proc.send_signal(signal.SIGKILL)
+                rest = proc.stdout.read()
+            finally:
+                proc.kill()
+                proc.wait()
         rounds_done = 1 + sum(1 for line in rest.splitlines() if line.startswith('{"round"'))
         stored_in_round0 = {name: flags for name, flags in first["results"].items()}
         with Rig(hicache_target, geometry, storage, page_num=len(keys)) as rig:

@@ -29,7 +29,7 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import ClassVar, cast
+from typing import ClassVar, TypeVar, cast
 
 from hypothesis import note
 from hypothesis import strategies as st
@@ -55,7 +55,19 @@ KEY_NAMES = tuple(f"s{i}" for i in range(6))
 MAX_SPAN = len(KEY_NAMES)
 spans = st.lists(st.sampled_from(KEY_NAMES), min_size=1, max_size=MAX_SPAN, unique=True)
 rank_draws = st.integers(0, 7)
-"""Drawn as an index into the machine's own ``ranks``, so a subclass may change them."""
+"""Drawn as an index into the machine's own ranks, so a subclass may change them."""
+rotations = st.integers(0, 7)
+"""Where a multi-pool batch starts in the pool list: a backend must not rely on the pools' order."""
+
+T = TypeVar("T")
+
+
+def rotated(items: list[T], by: int) -> list[T]:
+    if not items:
+        return items
+    by %= len(items)
+    return items[by:] + items[:by]
+
 
 Identity = tuple[object, ...]
 
@@ -195,13 +207,16 @@ class HiCacheStoreMachine(RuleBasedStateMachine):
         span=spans,
         window=st.integers(1, 3),
         pool_mask=st.integers(0, 255),
+        rotation=rotations,
     )
-    def backup(self, rank: int, span: list[str], window: int, pool_mask: int) -> None:
+    def backup(self, rank: int, span: list[str], window: int, pool_mask: int, rotation: int) -> None:
         """Side pools first, in one batch_set_v2 with per-pool key lists, then the span's KV;
         a rank backs up only the pools it writes (``is_storage_writer``), as the controller does."""
         rank = self.rank(rank)
         rig = self.rigs[rank]
-        chosen = [s for i, s in enumerate(self.side) if pool_mask >> i & 1 and self.writes(rank, s.name)]
+        chosen = rotated(
+            [s for i, s in enumerate(self.side) if pool_mask >> i & 1 and self.writes(rank, s.name)], rotation
+        )
         kv = [PoolName.KV] if self.writes(rank, PoolName.KV) else []
         overwritten = [
             (pool, key)
@@ -236,8 +251,9 @@ class HiCacheStoreMachine(RuleBasedStateMachine):
         rank=rank_draws,
         span=spans,
         window=st.integers(1, 3),
+        rotation=rotations,
     )
-    def prefetch(self, rank: int, span: list[str], window: int) -> None:
+    def prefetch(self, rank: int, span: list[str], window: int, rotation: int) -> None:
         """Exists over the whole span, KV up to the hit, then every side pool realigned to the hit."""
         rank = self.rank(rank)
         rig = self.rigs[rank]
@@ -263,6 +279,7 @@ class HiCacheStoreMachine(RuleBasedStateMachine):
             return
         for spec, _, _ in loads:
             rig.pool(spec.name).fill(0)
+        loads = rotated(loads, rotation)
         answers = rig.backend.batch_get_v2([rig.transfer(s.name, keys, pages) for s, keys, pages in loads])
         for spec, keys, pages in loads:
             got = answers.get(str(spec.name))

@@ -15,11 +15,25 @@ from typing import Any
 import torch
 
 from conformance.capabilities import BackendSpec
-from conformance.interface import HiCacheStorageConfig, HiCacheStorageExtraInfo, PoolName, PoolTransfer
+from conformance.interface import (
+    HiCacheStorageConfig,
+    HiCacheStorageExtraInfo,
+    PoolHitPolicy,
+    PoolName,
+    PoolTransfer,
+    PoolTransferResult,
+)
 from reference_backend.backend import CAPABILITIES, NixlBackend, _Item, _Lane
 from reference_backend.naming import scope_for
 from reference_backend.record import UNIT
-from tests.broken import in_place_writes, size_blind_exists, unaligned_zero_copy
+from tests.broken import (
+    in_place_writes,
+    lenient_config,
+    size_blind_exists,
+    stale_index,
+    truthy_strings,
+    unaligned_zero_copy,
+)
 
 
 def _spec(cls: type[NixlBackend]) -> BackendSpec:
@@ -181,6 +195,79 @@ class NoReadVerification(NixlBackend):
         self.verify = False
 
 
+class BoundedSideBatches(NixlBackend):
+    """Side-pool v2 batches over 128 pages are dropped and reported stored (HiCacheNixl's bounce
+    buffers hold 128 pages; the controller hands side pools over whole)."""
+
+    def batch_set_v2(
+        self, transfers: list[PoolTransfer], extra_info: HiCacheStorageExtraInfo | None = None
+    ) -> dict[str, list[bool]]:
+        fits = [t for t in transfers if t.name is PoolName.KV or len(t.keys or []) <= 128]
+        done = super().batch_set_v2(fits, extra_info)
+        return {str(t.name): done.get(str(t.name), [True] * len(t.keys or [])) for t in transfers}
+
+
+class CappedExists(NixlBackend):
+    """Exists looks at the first 128 keys of a span and no further."""
+
+    def batch_exists(self, keys: list[str], extra_info: HiCacheStorageExtraInfo | None = None) -> int:
+        return super().batch_exists(keys[:128], extra_info)
+
+
+class UnknownPolicyZero(NixlBackend):
+    """A hit policy it does not know is answered as no hit, not refused."""
+
+    def batch_exists_v2(
+        self,
+        keys: list[str],
+        pool_transfers: list[PoolTransfer] | None = None,
+        extra_info: HiCacheStorageExtraInfo | None = None,
+    ) -> PoolTransferResult:
+        known = {p.value for p in PoolHitPolicy}
+        if any(getattr(t.hit_policy, "value", t.hit_policy) not in known for t in pool_transfers or []):
+            return PoolTransferResult(0, {})
+        return super().batch_exists_v2(keys, pool_transfers, extra_info)
+
+
+class NoRestorableSet(NixlBackend):
+    """restorable_prefix_pages is left None though the capabilities promise it."""
+
+    def batch_exists_v2(
+        self,
+        keys: list[str],
+        pool_transfers: list[PoolTransfer] | None = None,
+        extra_info: HiCacheStorageExtraInfo | None = None,
+    ) -> PoolTransferResult:
+        right = super().batch_exists_v2(keys, pool_transfers, extra_info)
+        return PoolTransferResult(right.kv_hit_pages, right.extra_pool_hit_pages, None)
+
+
+class FormatBlindTags(NixlBackend):
+    """Record tags leave out the element dtype and tokens per page: a restart with another KV dtype
+    reads the old pages into the new pool."""
+
+    def _register(self, name: str, host: Any) -> None:
+        super()._register(name, host)
+        pool = self._pools[name]
+        pool.layout = replace(pool.layout, meaning="")
+
+
+class FirstPoolsKeys(NixlBackend):
+    """A multi-pool v2 batch is planned with the first pool's keys for every pool, as if the key lists
+    were equal: a trailing pool's tail lands under the span's first keys."""
+
+    def _batch_v2(
+        self, transfers: list[PoolTransfer], run: Callable[[list[list[_Item] | None]], list[list[bool]]]
+    ) -> dict[str, list[bool]]:
+        if len(transfers) > 1:
+            first = list(transfers[0].keys or [])
+            transfers = [transfers[0]] + [
+                replace(t, keys=first[: len(t.keys or [])]) if len(t.keys or []) <= len(first) else t
+                for t in transfers[1:]
+            ]
+        return super()._batch_v2(transfers, run)
+
+
 STAGING_IN_POOL_DTYPE = _spec(StagingInPoolDtype)
 SHARED_STAGING = _spec(SharedStaging)
 POOL_BLIND_NAMES = _spec(PoolBlindNames)
@@ -199,6 +286,15 @@ NO_READ_VERIFICATION = _spec(NoReadVerification)
 SIZE_BLIND_EXISTS = size_blind_exists.SPEC
 UNALIGNED_ZERO_COPY = unaligned_zero_copy.SPEC
 IN_PLACE_WRITES = in_place_writes.SPEC
+BOUNDED_SIDE_BATCHES = _spec(BoundedSideBatches)
+CAPPED_EXISTS = _spec(CappedExists)
+UNKNOWN_POLICY_ZERO = _spec(UnknownPolicyZero)
+NO_RESTORABLE_SET = _spec(NoRestorableSet)
+FORMAT_BLIND_TAGS = _spec(FormatBlindTags)
+FIRST_POOLS_KEYS = _spec(FirstPoolsKeys)
+TRUTHY_STRINGS = truthy_strings.SPEC
+LENIENT_CONFIG = lenient_config.SPEC
+STALE_INDEX = stale_index.SPEC
 
 MUTANTS = [
     "STAGING_IN_POOL_DTYPE",
@@ -219,5 +315,14 @@ MUTANTS = [
     "CONTEXT_PARALLEL_BLIND_NAMES",
     "DCP_BLIND_NAMES",
     "PER_RANK_MLA_NAMES",
+    "BOUNDED_SIDE_BATCHES",
+    "CAPPED_EXISTS",
+    "TRUTHY_STRINGS",
+    "LENIENT_CONFIG",
+    "UNKNOWN_POLICY_ZERO",
+    "NO_RESTORABLE_SET",
+    "FORMAT_BLIND_TAGS",
+    "STALE_INDEX",
+    "FIRST_POOLS_KEYS",
 ]
 """Names of the module attributes above, one mutant each: ``--backend=tests.mutants.catalogue:NAME``."""

@@ -1,0 +1,32 @@
+"""``stores_files`` promises files, not a layout: the damage properties find them by what a write changed."""
+
+from __future__ import annotations
+
+import pytest
+
+MARKED_BACKEND = """
+from dataclasses import replace
+
+from conformance.capabilities import BackendSpec
+from reference_backend.backend import CAPABILITIES, NixlBackend
+
+
+def make(config, storage_dir):
+    marker = storage_dir / "FORMAT"  # a marker file beside the entries, written once
+    if not marker.exists():
+        marker.write_text("mystore 1\\n")
+    return NixlBackend(config, storage_dir)
+
+
+CLAIMS = replace(CAPABILITIES, io_modes={"buffered": {}}, direct_io_modes=frozenset())
+SPEC = BackendSpec("marked", make, CLAIMS)
+"""
+
+
+def test_a_backend_with_a_format_marker_file_passes_the_damage_properties(pytester: pytest.Pytester) -> None:
+    """The issue's case: a marker file made four properties fail with "too many values to unpack"."""
+    pytester.makepyfile(mystore=MARKED_BACKEND)
+    result = pytester.runpytest_subprocess(
+        "--backend=mystore:SPEC", "-p", "no:cacheprovider", "-k", "truncated or corrupted or read_only"
+    )
+    result.assert_outcomes(passed=5)

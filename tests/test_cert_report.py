@@ -108,7 +108,9 @@ def test_a_backend_passing_the_whole_suite_is_certified(pytester: pytest.Pyteste
     result, report = _run(pytester, "memory", "--hypothesis-seed=7")
     assert result.ret == pytest.ExitCode.OK
     assert report["verdict"] == "certified for a subset"
-    assert report["seed"] == 7 and not report["not_run"] if "not_run" in report else report["seed"] == 7
+    assert report["seed"] == 7 and "not_run" not in report
+    truncation = [p for p in report["properties"] if "truncated_object" in p["property"]]
+    assert truncation and all(p["requires"] == ["stores_files"] for p in truncation)
     assert all(p["outcome"] in ("passed", "skipped") for p in report["properties"])
     skipped = [p["reason"] for p in report["properties"] if p["outcome"] == "skipped"]
     assert all("does not declare" in r or "declares no" in r for r in skipped), skipped
@@ -123,9 +125,8 @@ def test_the_verdict_certifies_only_a_whole_clean_run() -> None:
 
     def report(*outcomes: str, other: int = 0) -> str:
         rows = [PropertyResult(pid, "a", o) for pid, o in zip(suite, outcomes)]
-        return CertReport("b", "1", "m", {}, 1, suite=suite, properties=rows, other_tests=other).verdict()[
-            "verdict"
-        ]
+        cert = CertReport("b", "1", "m", {}, 1, suite=suite, properties=rows, other_tests=other)
+        return str(cert.verdict()["verdict"])
 
     assert report("passed", "passed") == "certified"
     assert report("passed", "skipped") == "certified for a subset"
@@ -171,3 +172,17 @@ def test_the_rerun_command_reproduces_the_failing_set_under_xdist(
         }
 
     assert failures(one) and failures(one) == failures(two)
+
+
+def test_skips_and_example_counts_come_back_from_xdist_workers(pytester: pytest.Pytester) -> None:
+    """The issue's run said "skipped properties: none" beside "8 skipped": the controller now gathers them."""
+    folder = pytester.path / "cert"
+    result = pytester.runpytest_subprocess(
+        "--backend=memory", "-n", "2", f"--cert-report={folder}", "-p", "no:cacheprovider", "-k", "alignment"
+    )
+    skipped = result.parseoutcomes()["skipped"]
+    assert skipped > 0
+    result.stdout.fnmatch_lines([f"skipped properties ({skipped}), not certified:"])
+    report = json.loads((folder / "report.json").read_text())
+    ran = [p for p in report["properties"] if p["outcome"] == "passed"]
+    assert ran and all(p["examples"] > 0 for p in ran)

@@ -119,7 +119,7 @@ def test_a_writer_killed_mid_batch_leaves_every_key_whole_or_absent(
                         assert rig.get(PoolName(name), [key], [page]) == [True], (
                             f"{name} key {key!r} was lost"
                         )
-        assert seen["whole"] > 0
+        assert seen["whole"] > 0, f"after the kill a fresh instance reads no key at all: {seen}"
 
 
 @pytest.mark.parametrize("limit", [1, 2048, 4096], ids=["1B", "2KiB", "4KiB"])
@@ -192,7 +192,9 @@ def test_a_read_only_store_refuses_writes_and_keeps_its_entries(hicache_target: 
         (first,) = _run(
             Job(hicache_target.ref, hicache_target.mode, str(storage), LIMIT_FAMILY, keys, seed=1)
         )
-        assert all(all(flags) for flags in first["results"].values())
+        assert all(all(flags) for flags in first["results"].values()), (
+            f"the first set answered {first['results']}"
+        )
         with read_only_view(storage) as view:
             (second,) = _run(
                 Job(hicache_target.ref, hicache_target.mode, str(view), LIMIT_FAMILY, keys + new_keys, seed=2)
@@ -206,7 +208,8 @@ def test_a_read_only_store_refuses_writes_and_keeps_its_entries(hicache_target: 
                 assert old == [False] * len(keys), f"{name}: a read-only store accepted overwrites {old}"
         with Rig(hicache_target, geometry, storage, page_num=len(keys)) as rig:
             for name in rig.pools:
-                assert rig.get(name, keys, range(len(keys))) == [True] * len(keys)
+                got = rig.get(name, keys, range(len(keys)))
+                assert got == [True] * len(keys), f"{name}: after the refused write, get answered {got}"
                 for page, key in enumerate(keys):
                     rig.expect(
                         name, page, payload(rig.pool(name), 1, 0, name, key), "after the refused write"
@@ -301,7 +304,8 @@ def test_a_704_byte_page_under_o_direct_is_stored_or_cleanly_refused(
                 ["odd"], [rig.transfer(PoolName.SWA, ["odd"], [0])]
             ).extra_pool_hit_pages
             if stored:
-                assert rig.get(PoolName.SWA, ["odd"], [1]) == [True]
+                got = rig.get(PoolName.SWA, ["odd"], [1])
+                assert got == [True], f"{mode}: the set answered True, then get answered {got}"
                 rig.expect(PoolName.SWA, 1, bytes(range(176)) * 4, mode)
             else:
                 assert dict(hits).get("swa", 0) == 0, f"{mode}: a failed write is reported as a hit"

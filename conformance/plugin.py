@@ -403,15 +403,16 @@ def pytest_configure_node(node: Any) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Certification runs without hypothesis's example database: a replayed example makes reruns differ."""
+    """Certification runs without hypothesis's example database and deadlines: a replayed example, or
+    a slow moment, would make a rerun with the same seed differ."""
     if _run_key not in session.config.stash:
         return
     from hypothesis import settings
 
     current = settings.get_current_profile_name()
-    if current not in (DEFAULT_PROFILE, "thorough"):  # the user's own profile: keep it, less the database
-        settings.register_profile(f"{current}-without-database", database=None)
-        settings.load_profile(f"{current}-without-database")
+    if current not in (DEFAULT_PROFILE, "thorough"):  # the user's own profile: keep it, less those
+        settings.register_profile(f"{current}-certification", database=None, deadline=None)
+        settings.load_profile(f"{current}-certification")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

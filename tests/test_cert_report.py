@@ -105,10 +105,14 @@ def test_a_failing_backend_is_not_certified_and_each_failure_is_explained(pytest
 
 def test_a_backend_passing_the_whole_suite_is_certified(pytester: pytest.Pytester) -> None:
     """Every property ran and passed (memory skips what it does not claim: a subset)."""
-    result, report = _run(pytester, "memory", "--hypothesis-seed=7")
+    pytester.makeconftest(
+        "from hypothesis import settings\nsettings.register_profile('quick', max_examples=2)\n"
+    )
+    result, report = _run(pytester, "memory", "--hypothesis-seed=7", "--hypothesis-profile=quick")
     assert result.ret == pytest.ExitCode.OK
     assert report["verdict"] == "certified for a subset"
     assert report["seed"] == 7 and "not_run" not in report
+    assert report["hypothesis_profile"] == "quick"
     truncation = [p for p in report["properties"] if "truncated_object" in p["property"]]
     assert truncation and all(p["requires"] == ["stores_files"] for p in truncation)
     assert all(p["outcome"] in ("passed", "skipped") for p in report["properties"])

@@ -97,4 +97,4 @@ def test_profile():
     mine = user_project.runpytest_subprocess(
         "--backend=memory", "test_profile.py", "-s", "--hypothesis-profile=mine"
     )
-    mine.stdout.fnmatch_lines(["*PROFILE mine-without-database 3 None"])
+    mine.stdout.fnmatch_lines(["*PROFILE mine-certification 3 None"])

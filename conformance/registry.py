@@ -88,7 +88,13 @@ def resolve_backend(name: str) -> BackendSpec:
         try:
             module = importlib.import_module(module_name)
         except Exception as exc:
-            raise load_failure(repr(name), exc, name) from exc
+            failure = load_failure(repr(name), exc, name)
+            if isinstance(exc, ModuleNotFoundError) and exc.name == module_name.split(".")[0]:
+                failure = BackendResolutionError(
+                    f"{failure}; install the package that holds it (pip install -e .), or run "
+                    "`python -m pytest` from the folder that holds it (which puts that folder on sys.path)"
+                )
+            raise failure from exc
         obj: Any = module
         for part in attr.split("."):
             if not hasattr(obj, part):

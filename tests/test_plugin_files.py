@@ -30,3 +30,16 @@ def test_a_backend_with_a_format_marker_file_passes_the_damage_properties(pytest
         "--backend=mystore:SPEC", "-p", "no:cacheprovider", "-k", "truncated or corrupted or read_only"
     )
     result.assert_outcomes(passed=5)
+
+
+def test_the_process_properties_close_what_they_open_under_w_error(pytester: pytest.Pytester) -> None:
+    """A user's ``filterwarnings = error`` turned unclosed worker pipes into failed SIGKILL properties."""
+    pytester.makeini("[pytest]\nfilterwarnings =\n    error\n")
+    result = pytester.runpytest_subprocess(
+        "--backend=nixl",
+        "-p",
+        "no:cacheprovider",
+        "-k",
+        "(killed and at-once) or file_size or two_processes",
+    )
+    result.assert_outcomes(passed=6)

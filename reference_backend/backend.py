@@ -615,6 +615,20 @@ CAPABILITIES = Capabilities(
         "direct-uring": {"use_direct_io": True, "queue": "uring"},
     },
     direct_io_modes=frozenset({"direct", "direct-uring"}),
+    config_spellings={  # upstream HiCacheNixl's nested plugin form, flags as JSON strings
+        "buffered": ({"use_direct_io": "false", "plugin": {"posix": {"active": "true"}}},),
+        "direct": ({"use_direct_io": "true", "plugin": {"posix": {"active": True}}},),
+        "direct-uring": (
+            {"use_direct_io": "true", "plugin": {"posix": {"active": "true", "use_uring": "true"}}},
+            {"use_direct_io": True, "use_uring": "true"},
+        ),
+    },
+    refused_configs=(
+        {"plugin": {"gds": {"active": True}}},
+        {"plugin": {"posix": {"active": "maybe"}}},
+        {"queue": "spdk"},
+        {"use_direct_io": True, "use_uring": "sometimes"},
+    ),
 )
 
 SPEC = BackendSpec("nixl", _factory, CAPABILITIES, version=__version__)

@@ -272,6 +272,8 @@ CAPABILITIES = replace(
     reports_transfer_mode=False,
     io_modes={"default": {}},
     direct_io_modes=frozenset(),
+    config_spellings={},
+    refused_configs=(),
 )
 """The file target's claims, less what a bucket cannot give the suite: files to damage, O_DIRECT."""
 

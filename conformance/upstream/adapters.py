@@ -202,6 +202,7 @@ SGLANG_NIXL = BackendSpec(
         SHARED_CLAIMS,
         v1_kv=True,
         kv_through_v2=False,
+        fills_restorable_prefix=False,  # batch_exists_v2 returns PoolTransferResult(hit, figures)
         io_modes={
             "buffered": {**_NIXL_QUIET, "use_direct_io": False},
             "direct": {**_NIXL_QUIET, "use_direct_io": True},

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from conformance.interface import PoolHitPolicy, PoolName, PoolTransfer, PoolTransferResult
-from conformance.oracle import check_exists_result, expected_exists_v2, leading_run
+from conformance.oracle import (
+    ExpectedExists,
+    check_exists_result,
+    expected_exists_v2,
+    leading_run,
+    reduce_across_ranks,
+    reduced_expected_hit,
+)
 
 ALL, TRAIL, BLOCK = PoolHitPolicy.ALL_PAGES, PoolHitPolicy.TRAILING_PAGES, PoolHitPolicy.BLOCK_GROUPS
 KEYS = [f"k{i}" for i in range(6)]
@@ -80,3 +87,19 @@ def test_the_checker_names_each_departure_and_forgives_omitted_pools_only_at_zer
     ]
     nothing = expected_exists_v2(KEYS, [indexer], presence({"kv": "111111"}))
     assert check_exists_result(PoolTransferResult(0, {"kv": 6}), nothing) == []
+
+
+def test_ranks_reduce_through_their_restorable_sets_not_their_hits() -> None:
+    """Rank A restores 3 and 5, rank B 1..4: each rank's best is 5 and 4, yet only 3 is shared."""
+    a = PoolTransferResult(5, {}, [3, 5])
+    b = PoolTransferResult(4, {}, [1, 2, 3, 4])
+    assert reduce_across_ranks([a, b], 6) == 3
+    assert reduced_expected_hit([ExpectedExists(5, {}, [3, 5]), ExpectedExists(4, {}, [1, 2, 3, 4])]) == 3
+
+
+def test_a_rank_without_a_restorable_set_counts_every_prefix_up_to_its_hit() -> None:
+    """SGLang's controller reads a missing set as 1..hit, which can overstate the shared hit."""
+    a = PoolTransferResult(5, {}, None)
+    b = PoolTransferResult(4, {}, [1, 2, 3, 4])
+    assert reduce_across_ranks([a, b], 6) == 4
+    assert reduce_across_ranks([PoolTransferResult(0, {}, None)], 3) == 0

@@ -20,6 +20,7 @@ import random
 import re
 import shlex
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -390,7 +391,13 @@ def rerun_command(config: pytest.Config, seed: int) -> str:
             skip_next = True
         elif not arg.startswith("--hypothesis-seed="):
             kept.append(arg)
-    return shlex.join(["pytest", *kept, f"--hypothesis-seed={seed}"])
+    return shlex.join([*_program(config), *kept, f"--hypothesis-seed={seed}"])
+
+
+def _program(config: pytest.Config) -> list[str]:
+    """How pytest was started: ``python -m pytest`` also puts the current folder on sys.path."""
+    argv0 = str(getattr(config, "workerinput", {}).get("mainargv", sys.argv)[0])
+    return ["python", "-m", "pytest"] if argv0.endswith("__main__.py") else ["pytest"]
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -494,7 +501,7 @@ class CertCollector:
             self.run.mode,
             caps.as_dict(),
             self.run.seed,
-            command=shlex.join(["pytest", *config.invocation_params.args]),
+            command=shlex.join([*_program(config), *config.invocation_params.args]),
             rerun=rerun_command(config, self.run.seed),
             date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
             hypothesis_profile=self.profile,

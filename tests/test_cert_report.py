@@ -161,7 +161,9 @@ def test_the_rerun_command_reproduces_the_failing_set_under_xdist(
     assert first.ret == pytest.ExitCode.TESTS_FAILED
     one = json.loads((pytester.path / "one" / "report.json").read_text())
     assert set(one["seeds"]) == {"main", "gw0", "gw1"} and set(one["seeds"].values()) == {one["seed"]}
-    rerun = shlex.split(one["rerun"])[1:]
+    rerun = shlex.split(one["rerun"])
+    assert rerun[:3] == ["python", "-m", "pytest"]  # as pytester started it
+    rerun = rerun[3:]
     assert f"--hypothesis-seed={one['seed']}" in rerun
     rerun = [a.replace(str(pytester.path / "one"), str(pytester.path / "two")) for a in rerun]
     second = pytester.runpytest_subprocess(*rerun)

@@ -63,6 +63,7 @@ T = TypeVar("T")
 
 
 def rotated(items: list[T], by: int) -> list[T]:
+    """``items`` starting at position ``by`` (wrapping)."""
     if not items:
         return items
     by %= len(items)
@@ -73,7 +74,7 @@ Identity = tuple[object, ...]
 
 
 class HiCacheStoreMachine(RuleBasedStateMachine):
-    """A store driven by two TP ranks in the controller's order; every answer matches the model."""
+    """A store driven by 2-4 ranks of a drawn deployment in the controller's order, against a model."""
 
     target: ClassVar[Target | None] = None
     """The backend under test; set by :meth:`bound_to` or by a subclass."""
@@ -111,6 +112,10 @@ class HiCacheStoreMachine(RuleBasedStateMachine):
     def caps(self) -> Capabilities:
         assert self.target is not None
         return self.target.caps
+
+    def who(self, rank: int) -> str:
+        """A rank as failure messages name it: its place in the deployment."""
+        return f"rank {rank} ({self.shapes[rank].label()})"
 
     def rank(self, draw: int) -> int:
         """A drawn number as one of the deployment's ranks (an index into ``shapes``)."""
@@ -174,10 +179,11 @@ class HiCacheStoreMachine(RuleBasedStateMachine):
         for page, key, ok in zip(pages, keys, got):
             want = self.model.get(self.identity(rank, pool, key))
             assert ok == (want is not None), (
-                f"{what}: {pool} {key!r} on rank {rank}: get {ok}, model {'present' if want else 'absent'}"
+                f"{what}: {pool} {key!r} on {self.who(rank)}: get {ok}, "
+                f"model {'present' if want else 'absent'}"
             )
             if want is not None:
-                rig.expect(pool, page, want, f"{what}: {key!r} on rank {rank}")
+                rig.expect(pool, page, want, f"{what}: {key!r} on {self.who(rank)}")
 
     def _check_read_back(
         self, rank: int, pool: PoolName, keys: Sequence[str], pages: Sequence[int], what: str
@@ -228,7 +234,7 @@ class HiCacheStoreMachine(RuleBasedStateMachine):
         for spec in chosen:
             own = self.own_keys(spec, span, window)
             transfers.append(self._store_pool(rank, spec.name, own, range(len(span) - len(own), len(span))))
-        note(f"backup rank {rank}: span {span}, side pools {[str(t.name) for t in transfers]}")
+        note(f"backup {self.who(rank)}: span {span}, side pools {[str(t.name) for t in transfers]}")
         if transfers:
             answers = rig.backend.batch_set_v2(transfers)
             for t in transfers:
@@ -262,9 +268,9 @@ class HiCacheStoreMachine(RuleBasedStateMachine):
         result = rig.backend.batch_exists_v2(span, transfers)
         expected = expected_exists_v2(span, transfers, lambda pool, key: self.present(rank, pool, key))
         problems = check_exists_result(result, expected)
-        assert not problems, f"exists_v2 over {span} on rank {rank}: " + "; ".join(problems)
+        assert not problems, f"exists_v2 over {span} on {self.who(rank)}: " + "; ".join(problems)
         hit = result.kv_hit_pages
-        note(f"prefetch rank {rank}: span {span}, hit {hit}")
+        note(f"prefetch {self.who(rank)}: span {span}, hit {hit}")
         if hit == 0:
             return
         prefix = span[:hit]
@@ -322,7 +328,7 @@ class HiCacheStoreMachine(RuleBasedStateMachine):
         rank = self.rank(rank)
         expected = leading_run([self.present(rank, "kv", k) for k in keys])
         got = self.rigs[rank].backend.batch_exists(keys)
-        assert got == expected, f"batch_exists({keys}) on rank {rank}: {got}, model {expected}"
+        assert got == expected, f"batch_exists({keys}) on {self.who(rank)}: {got}, model {expected}"
 
     @rule()
     def clear(self) -> None:

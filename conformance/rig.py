@@ -198,6 +198,8 @@ class Rig:
         self.pools[name].write_page(page * self.pools[name].page_size, data)
 
     def take(self, name: PoolName, page: int) -> bytes:
+        """Host page ``page`` as read back; a keys-only backend makes every byte check unclaimed."""
+        self.target.require("stores_bytes", "a keys-only backend fills no host memory")
         return self.pools[name].read_page(page * self.pools[name].page_size)
 
     def expect(self, name: PoolName, page: int, want: bytes, context: str = "") -> None:

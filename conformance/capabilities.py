@@ -132,6 +132,12 @@ class Capabilities:
         "`extra_config`s the backend cannot honour: each must fail construction with an exception, "
         "never run as some other mode.",
     )
+    decode_context_parallel: bool = _claim(
+        False,
+        "MLA ranks with DCP (`dcp_size > 1`), which SGLang 0.5.23 runs on its file and Mooncake "
+        "backends only: the suite then draws DCP ranks, each DCP shard one entry shared across DCP "
+        "groups; undeclared, ranks are drawn without DCP.",
+    )
 
     def __post_init__(self) -> None:
         problems: list[str] = []

@@ -166,6 +166,7 @@ CAPABILITIES = Capabilities(
     concurrent=True,
     reports_transfer_mode=False,
     enumerates_objects=True,
+    decode_context_parallel=True,
 )
 
 SPEC = BackendSpec("memory", MemoryBackend, CAPABILITIES, version="0.1.0")

@@ -609,6 +609,7 @@ CAPABILITIES = Capabilities(
     detects_corruption=True,
     reports_transfer_mode=True,
     enumerates_objects=True,
+    decode_context_parallel=True,
     io_modes={
         "buffered": {"use_direct_io": False},
         "direct": {"use_direct_io": True},

@@ -6,6 +6,8 @@ from hypothesis import strategies as st
 
 from conformance.geometry import KV_LAYOUTS, ModelGeometry, all_geometries
 from conformance.hostpools import MISALIGNMENT
+from conformance.rig import Target
+from conformance.sharing import Shape, fit
 from conformance.sharing import entry_identity as entry_identity  # re-exported for the properties
 from conformance.sharing import is_storage_writer as is_storage_writer
 
@@ -23,3 +25,8 @@ def page_lists(page_num: int, max_pages: int = 4) -> st.SearchStrategy[list[int]
 
 def ids(geometries: list[ModelGeometry]) -> list[str]:
     return [g.family for g in geometries]
+
+
+def runnable(target: Target, geometry: ModelGeometry, shape: Shape) -> Shape:
+    """``shape`` as this backend can run ``geometry``: DCP only for MLA, where the backend declares it."""
+    return fit(shape, geometry.is_mla and target.caps.decode_context_parallel)

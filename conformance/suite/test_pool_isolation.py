@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from conformance.geometry import ModelGeometry
 from conformance.interface import PoolName
 from conformance.rig import Rig, Target
-from conformance.sharing import Shape, fit, writer_of
+from conformance.sharing import Shape, writer_of
 from conformance.strategies import deployments, payload_seeds, ranks_of, render_page, shapes
 from conformance.suite._common import (
     GEOMETRIES,
@@ -27,6 +27,7 @@ from conformance.suite._common import (
     is_storage_writer,
     kv_layouts,
     misaligns,
+    runnable,
 )
 
 PAGES = 6
@@ -47,9 +48,10 @@ def _store_everything(rig: Rig, keys: list[str], seed: int, salt: int) -> dict[P
     return written
 
 
-def writer_shapes(geometry: ModelGeometry) -> st.SearchStrategy[Shape]:
+def writer_shapes(target: Target, geometry: ModelGeometry) -> st.SearchStrategy[Shape]:
     """Ranks that back every pool of ``geometry`` up (for MLA, the writer of its DCP shard)."""
-    return shapes(mla=geometry.is_mla).map(writer_of if geometry.is_mla else lambda s: s)
+    runs = shapes().map(lambda s: runnable(target, geometry, s))
+    return runs.map(writer_of) if geometry.is_mla else runs
 
 
 @pytest.mark.parametrize("geometry", HYBRID, ids=ids(HYBRID))
@@ -71,7 +73,7 @@ def test_overwriting_one_pool_never_changes_another_pool(
     hicache_target.require_side_pools(geometry)
     hicache_target.require_layout(layout)
     keys = [f"shared-{i}" for i in range(count)]
-    shape = data.draw(writer_shapes(geometry), label="rank")
+    shape = data.draw(writer_shapes(hicache_target, geometry), label="rank")
     with (
         hicache_target.storage() as storage,
         Rig(
@@ -103,7 +105,7 @@ def test_entries_in_one_pool_are_invisible_to_another_pools_exists(
     specs = hicache_target.require_side_pools(geometry)
     hicache_target.require_layout(layout)
     keys = [f"lonely-{i}" for i in range(count)]
-    shape = data.draw(writer_shapes(geometry), label="rank")
+    shape = data.draw(writer_shapes(hicache_target, geometry), label="rank")
     with (
         hicache_target.storage() as storage,
         Rig(hicache_target, geometry, storage, layout=layout, page_num=PAGES, shape=shape) as rig,
@@ -200,7 +202,7 @@ def test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share(
     hicache_target: Target, geometry: ModelGeometry, pair: tuple[Shape, Shape], count: int
 ) -> None:
     """Entries one rank stores are absent, to get and exists, on a rank whose shard SGLang keeps apart."""
-    a, b = (fit(s, geometry.is_mla) for s in pair)
+    a, b = (runnable(hicache_target, geometry, s) for s in pair)
     if geometry.is_mla and b.tp_rank == b.dcp_rank:
         a, b = b, a  # let the rank that backs replicated state up be the one that stores
     keys = [f"mine-{i}" for i in range(count)]

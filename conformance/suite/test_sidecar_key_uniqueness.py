@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from conformance.geometry import ModelGeometry
 from conformance.interface import PoolName
 from conformance.rig import Rig, Target
-from conformance.sharing import Shape, fit, writer_of
+from conformance.sharing import Shape, writer_of
 from conformance.strategies import (
     adversarial_keys,
     deployments,
@@ -29,7 +29,7 @@ from conformance.strategies import (
     ranks_of,
     render_page,
 )
-from conformance.suite._common import GEOMETRIES, entry_identity, ids, is_storage_writer
+from conformance.suite._common import GEOMETRIES, entry_identity, ids, is_storage_writer, runnable
 
 RANKS = [(0, 1), (0, 2), (1, 2), (1, 12), (11, 2), (2, 11)]
 
@@ -111,12 +111,14 @@ def test_keys_that_spell_another_pools_suffix_stay_distinct(
 ) -> None:
     """``h`` in pool P never meets ``h_P``, ``h.P`` or ``h_k`` in any pool."""
     hicache_target.require_side_pools(geometry)
-    with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=8) as rig:
-        names = list(rig.pools)
-        spelled = (
-            [stem] + [f"{stem}{sep}{n}" for sep, n in product(("_", "."), names)] + [f"{stem}_k", f"{stem}_v"]
-        )
-        spelled = list(dict.fromkeys(spelled))[:8]
+    names = [geometry.kv.name, *(s.name for s in hicache_target.usable_pools(geometry))]
+    spelled = [stem, *(f"{stem}{sep}{n}" for sep, n in product(("_", "."), names)), f"{stem}_k", f"{stem}_v"]
+    spelled = list(dict.fromkeys(spelled))  # every spelling, however many pools (DeepSeek-V4 has nine)
+    with (
+        hicache_target.storage() as storage,
+        Rig(hicache_target, geometry, storage, page_num=len(spelled)) as rig,
+    ):
+        assert list(rig.pools) == names
         expected: dict[tuple[PoolName, str], bytes] = {}
         for n, name in enumerate(names):
             pool = rig.pool(name)
@@ -192,7 +194,7 @@ def test_every_shard_a_deployment_keeps_apart_has_its_own_entry(
     hicache_target: Target, geometry: ModelGeometry, keys: list[str], ranks: list[Shape]
 ) -> None:
     """Ranks of one deployment (TP, pipeline stages, CP, DCP) each read back their own shard's bytes."""
-    shapes = list(dict.fromkeys(fit(s, geometry.is_mla) for s in ranks))
+    shapes = list(dict.fromkeys(runnable(hicache_target, geometry, s) for s in ranks))
     stored: dict[tuple[object, ...], bytes] = {}
     with hicache_target.storage() as storage:
         rigs = [Rig(hicache_target, geometry, storage, page_num=len(keys), shape=s) for s in shapes]
@@ -247,6 +249,7 @@ def test_every_tp_rank_reads_the_replicated_entries_its_writer_stored(
 ) -> None:
     """MLA state the writer rank stores (``is_storage_writer``) is found, byte-exact, on every TP rank."""
     with hicache_target.storage() as storage:
+        reader = runnable(hicache_target, geometry, reader)
         writer = Rig(hicache_target, geometry, storage, page_num=len(keys), shape=writer_of(reader))
         other = Rig(hicache_target, geometry, storage, page_num=len(keys), shape=reader)
         try:

@@ -187,7 +187,14 @@ SHARED_CLAIMS = Capabilities(
 SGLANG_FILE = BackendSpec(
     "sglang-file",
     file_factory,
-    replace(SHARED_CLAIMS, v1_kv=False, kv_through_v2=True, overwrites=False, io_modes={"buffered": {}}),
+    replace(
+        SHARED_CLAIMS,
+        v1_kv=False,
+        kv_through_v2=True,
+        overwrites=False,
+        io_modes={"buffered": {}},
+        decode_context_parallel=True,  # SGLang runs DCP on HiCacheFile; HiCacheNixl is refused it
+    ),
     version=VERSION,
     build_pool=build_pool,
     known_defects=SGLANG_FILE_DEFECTS,

@@ -91,9 +91,9 @@ def test_every_config_pool_and_key_has_its_own_stored_object(
                     rig.pool(name).fill(0x00)
                     got = rig.get(name, keys, range(len(keys)))
                     assert got == [w is not None for w in want], f"{name} get at {where} returned {got}"
-                    for i, key in enumerate(keys):
-                        if want[i] is not None:
-                            rig.expect(name, i, want[i], f"key {key!r} of {where}")
+                    for i, (key, page) in enumerate(zip(keys, want)):
+                        if page is not None:
+                            rig.expect(name, i, page, f"key {key!r} of {where}")
             if hicache_target.caps.enumerates_objects:
                 count = rigs[0].backend.stored_object_count()
                 assert count == len(last_writer), f"{count} stored objects for {len(last_writer)} entries"

@@ -38,6 +38,8 @@ def test_the_process_properties_close_what_they_open_under_w_error(pytester: pyt
     result = pytester.runpytest_subprocess(
         "--backend=nixl",
         "-p",
+        "no:benchmark",  # under an outer xdist run it warns that benchmarks are off: an error here
+        "-p",
         "no:cacheprovider",
         "-k",
         "(killed and at-once) or file_size or two_processes",

@@ -70,7 +70,8 @@ class MemoryBackend:
         raw = page.view(torch.uint8)
         if raw.numel() != len(data):
             return False
-        raw.copy_(torch.frombuffer(bytearray(data), dtype=torch.uint8))
+        if data:  # a KV anchor's page (DeepSeek-V4's LogicalHostPool) holds no bytes
+            raw.copy_(torch.frombuffer(bytearray(data), dtype=torch.uint8))
         pool.set_from_flat_data_page(start, page)
         return True
 

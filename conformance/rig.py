@@ -110,9 +110,10 @@ def byte_difference(got: bytes, want: bytes) -> str | None:
     )
 
 
-def side_layout(layout: str) -> str:
-    """Side pools exist only page-first; they follow the KV layout where they can."""
-    return "page_first_direct" if layout == "page_first_direct" else "page_first"
+def side_layout(layout: str, spec: PoolSpec) -> str:
+    """SGLang gives every host pool the one ``--hicache-mem-layout``; page-first-only kinds (Mamba,
+    the DSA indexer) get page_first where it is layer_first."""
+    return spec.layout_for(layout)
 
 
 class Rig:
@@ -149,7 +150,7 @@ class Rig:
             }
             for spec in target.usable_pools(geometry):
                 pools[spec.name] = target.build_pool(
-                    spec, layout=side_layout(layout), misalign=misalign, page_num=page_num
+                    spec, layout=side_layout(layout, spec), misalign=misalign, page_num=page_num
                 )
         self.pools = pools
         self.config = HiCacheStorageConfig(

@@ -215,11 +215,17 @@ class NixlBackend:
             raise ValueError(f"pool {name!r} is already registered with another host pool")
         first = torch.arange(host.page_size, dtype=torch.int64)
         try:
-            _, sizes = host.get_page_buffer_meta(first)
-            has_meta = True
+            meta = host.get_page_buffer_meta(first)
         except (NotImplementedError, ValueError, AssertionError):
-            sizes = [host.get_dummy_flat_data_page().view(torch.uint8).numel()]
-            has_meta = False
+            meta = None
+        # DeepSeek-V4's KV anchor (a LogicalHostPool) answers None and its pages are empty: its
+        # entries are one-byte markers, so that exists still gates the side pools on the anchor key
+        has_meta = meta is not None
+        sizes = (
+            list(meta[1]) if meta is not None else [host.get_dummy_flat_data_page().view(torch.uint8).numel()]
+        )
+        if sizes == [0]:
+            sizes = [1]
         zero_copy = has_meta and self.moves_in_place(host)
         pool = _Pool(name, host, layout_from_sizes(sizes, meaning_of(host)), zero_copy, has_meta)
         if has_meta:

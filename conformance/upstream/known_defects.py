@@ -73,8 +73,9 @@ DIRECT_ODD_PAGE_FALLOUT = [
     "test_threads_storing_and_loading_disjoint_and_shared_keys_never_tear",
     *(
         f"{t}[{g}]"
-        for g in ("adversarial", "deepseek_v32_dsa", "qwen3_next_hybrid")
+        for g in ("adversarial", "deepseek_v32_dsa", "qwen3_next_hybrid", "deepseek_v4", "lfm2_conv")
         for t in (
+            "test_every_stored_page_of_every_pool_kind_is_found",
             "test_side_pool_pages_round_trip_byte_for_byte_through_v2",
             "test_a_restarted_backend_reads_back_what_it_stored",
             "test_entries_in_one_pool_are_invisible_to_another_pools_exists",
@@ -90,6 +91,22 @@ DIRECT_ODD_PAGE_FALLOUT = [
     "test_every_tp_rank_reads_the_replicated_entries_its_writer_stored[deepseek_v32_dsa]",
     "test_every_tp_rank_reads_the_replicated_entries_its_writer_stored[deepseek_v4]",
 ]
+
+COMPONENTS_MISCOUNTED = (
+    "set writes one object per region get_page_buffer_meta gives a page, exists looks for as many "
+    "as the pool name suggests (K and V, or temporal plus conv): a zero-copy side pool whose "
+    "regions differ (SWA, draft and DeepSeek-V4 pools in layer_first, conv-only Mamba with no "
+    "temporal state) is stored and never found, so the usable prefix is 0"
+)
+META_REFUSAL_RAISES = (
+    "every side pool with get_page_buffer_meta is taken as zero-copy: SGLang's own DSA indexer "
+    "pool in layer_first refuses meta (ValueError), and batch_set_v2 raises it to the caller"
+)
+
+STAGE_AND_CP_BLIND = (
+    "object names carry neither the pipeline stage nor the attention-CP rank (HiCacheFile's do): "
+    "the stages, or the CP ranks, of one deployment write one file per page and the last write wins"
+)
 
 BOUNCE_BUFFERS = (
     "a staged side pool moves through 128-page bounce buffers: a v2 batch of more pages is refused "
@@ -125,11 +142,6 @@ TRAFFIC_DIRECT_FALLOUT = [
     "test_the_newest_version_wins_across_any_number_of_restarts",
     "test_entries_another_process_writes_are_seen_without_a_restart",
 ]
-
-STAGE_AND_CP_BLIND = (
-    "object names carry neither the pipeline stage nor the attention-CP rank (HiCacheFile's do): "
-    "the stages, or the CP ranks, of one deployment write one file per page and the last write wins"
-)
 
 SGLANG_NIXL_DEFECTS: dict[str, str] = {
     "test_side_pool_batches_over_128_pages_round_trip_in_one_v2_call[adversarial]": BOUNCE_BUFFERS,
@@ -169,6 +181,19 @@ SGLANG_NIXL_DEFECTS: dict[str, str] = {
     ),
     "test_every_config_pool_and_key_has_its_own_stored_object[*]": NAMES_COLLIDE,
     "test_batch_exists_v2_follows_every_pools_hit_policy[adversarial]": MINIMUM_OVER_POOLS,
+    "test_batch_exists_v2_follows_every_pools_hit_policy[deepseek_v4]": MINIMUM_OVER_POOLS,
+    "test_batch_exists_v2_follows_every_pools_hit_policy[mimo_v2_swa_mtp]": MINIMUM_OVER_POOLS,
+    **{
+        f"test_every_stored_page_of_every_pool_kind_is_found[{g}]@buffered": COMPONENTS_MISCOUNTED
+        for g in ("deepseek_v4", "lfm2_conv", "mimo_v2_swa_mtp")
+    },
+    "test_side_pool_pages_round_trip_byte_for_byte_through_v2[deepseek_v32_dsa]@buffered": (
+        META_REFUSAL_RAISES
+    ),
+    # the same two defects, seen by properties that guard something else
+    "test_every_stored_page_of_every_pool_kind_is_found[deepseek_v32_dsa]@buffered": META_REFUSAL_RAISES,
+    "test_batch_exists_v2_follows_every_pools_hit_policy[lfm2_conv]": COMPONENTS_MISCOUNTED,
+    "test_a_restarted_backend_reads_back_what_it_stored[lfm2_conv]@buffered": COMPONENTS_MISCOUNTED,
     "test_every_shard_a_deployment_keeps_apart_has_its_own_entry[*]": STAGE_AND_CP_BLIND,
     "test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share[*]": STAGE_AND_CP_BLIND,
     **{f"{t}@{mode}": ODIRECT_ODD_PAGES for t in DIRECT_ODD_PAGE_FALLOUT for mode in DIRECT_MODES},

@@ -195,6 +195,16 @@ class NoReadVerification(NixlBackend):
         self.verify = False
 
 
+class AnchorWithoutMarkers(NixlBackend):
+    """A host pool with no bytes (DeepSeek-V4's KV anchor) is never registered: its keys are never
+    stored, so nothing gates the side pools."""
+
+    def _register(self, name: str, host: Any) -> None:
+        if host.get_dummy_flat_data_page().numel() == 0:
+            return
+        super()._register(name, host)
+
+
 class BoundedSideBatches(NixlBackend):
     """Side-pool v2 batches over 128 pages are dropped and reported stored (HiCacheNixl's bounce
     buffers hold 128 pages; the controller hands side pools over whole)."""
@@ -283,6 +293,7 @@ STALE_OVERWRITE = _spec(StaleOverwrite)
 PARTIAL_SUCCESS_ALL_TRUE = _spec(PartialSuccessAllTrue)
 GET_WRITES_OUTSIDE = _spec(GetWritesOutside)
 NO_READ_VERIFICATION = _spec(NoReadVerification)
+ANCHOR_WITHOUT_MARKERS = _spec(AnchorWithoutMarkers)
 SIZE_BLIND_EXISTS = size_blind_exists.SPEC
 UNALIGNED_ZERO_COPY = unaligned_zero_copy.SPEC
 IN_PLACE_WRITES = in_place_writes.SPEC
@@ -315,6 +326,7 @@ MUTANTS = [
     "CONTEXT_PARALLEL_BLIND_NAMES",
     "DCP_BLIND_NAMES",
     "PER_RANK_MLA_NAMES",
+    "ANCHOR_WITHOUT_MARKERS",
     "BOUNDED_SIDE_BATCHES",
     "CAPPED_EXISTS",
     "TRUTHY_STRINGS",

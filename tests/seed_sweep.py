@@ -34,6 +34,20 @@ MUTANT_FAMILIES = {
     "GET_WRITES_OUTSIDE": "pool_isolation",
     "NO_READ_VERIFICATION": "crash_and_faults",
     "IN_PLACE_WRITES": "crash_and_faults",
+    "PIPELINE_BLIND_NAMES": "sidecar_key_uniqueness",
+    "CONTEXT_PARALLEL_BLIND_NAMES": "sidecar_key_uniqueness",
+    "DCP_BLIND_NAMES": "sidecar_key_uniqueness",
+    "PER_RANK_MLA_NAMES": "sidecar_key_uniqueness",
+    "ANCHOR_WITHOUT_MARKERS": "pool_kinds",
+    "BOUNDED_SIDE_BATCHES": "large_batches",
+    "CAPPED_EXISTS": "large_batches",
+    "TRUTHY_STRINGS": "config_spellings",
+    "LENIENT_CONFIG": "config_spellings",
+    "UNKNOWN_POLICY_ZERO": "exists_hit_policies",
+    "NO_RESTORABLE_SET": "exists_hit_policies",
+    "FORMAT_BLIND_TAGS": "lifecycle",
+    "STALE_INDEX": "lifecycle",
+    "FIRST_POOLS_KEYS": "stateful_model",
 }
 
 

@@ -118,10 +118,6 @@ TRUTHY_STRINGS = (
 POLICY_AS_ZERO = (
     "a hit policy it does not implement (BLOCK_GROUPS, or an unknown value) silently makes the hit 0"
 )
-CONV_ONLY_MAMBA = (
-    "a conv-only Mamba pool (zero-size temporal state, lfm2_conv) is never found by batch_exists_v2, "
-    "so the hit is 0 (the same failure as test_batch_exists_v2_follows_every_pools_hit_policy[lfm2_conv])"
-)
 TRAFFIC_DIRECT_FALLOUT = [
     # the 704-B and 4096+512-B side pages fail to write under O_DIRECT (see ODIRECT_ODD_PAGES)
     *(
@@ -145,7 +141,7 @@ TRAFFIC_DIRECT_FALLOUT = [
 
 SGLANG_NIXL_DEFECTS: dict[str, str] = {
     "test_side_pool_batches_over_128_pages_round_trip_in_one_v2_call[adversarial]": BOUNCE_BUFFERS,
-    "test_exists_over_spans_of_hundreds_of_pages_matches_the_oracle[lfm2_conv]": CONV_ONLY_MAMBA,
+    "test_exists_over_spans_of_hundreds_of_pages_matches_the_oracle[lfm2_conv]": COMPONENTS_MISCOUNTED,
     "test_every_spelling_of_an_io_mode_behaves_exactly_as_that_mode": TRUTHY_STRINGS,
     "test_a_config_the_backend_cannot_honour_is_refused_at_construction": TRUTHY_STRINGS,
     "test_a_hit_policy_the_backend_does_not_declare_is_refused_never_answered_zero": POLICY_AS_ZERO,
@@ -235,3 +231,6 @@ SGLANG_SIM_DEFECTS: dict[str, str] = {
     ),
 }
 """SGLang's Sim (keys only: byte checks are not claimed, see ``stores_bytes``)."""
+
+SGLANG_HF3FS_DEFECTS: dict[str, str] = {}
+"""SGLang's HiCacheHF3FS with its mock file client and global metadata server."""

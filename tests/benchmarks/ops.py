@@ -1,0 +1,167 @@
+"""Operations as round contenders: set-fresh, get (warm, cold), exists, and the mixed workload.
+
+Writes: before every timed write the page cache of every file under the rig is flushed and
+dropped (untimed), so no contender inherits another's dirty pages; the timed part is the call
+plus ``fdatasync`` of every file the call wrote, so each round ends durable and pays its own
+writeback. Cold reads drop the contender's files from the page cache first (untimed); under
+O_DIRECT there is no page cache and a read is measured once, as ``get``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from conformance.interface import PoolTransfer
+from tests.benchmarks.contenders import Limit, Rig, drop_cache, files_under
+from tests.benchmarks.paired import Timed, fdatasync_all
+
+TICK_NS = 20_000_000
+"""Margin for coarse file mtimes: a file written during a call may carry a stamp this much earlier."""
+
+
+class Store(Protocol):
+    """Ours or HiCacheNixl, as the operations drive them."""
+
+    name: str
+
+    def set(self, transfers: list[PoolTransfer]) -> bool: ...
+    def get(self, transfers: list[PoolTransfer]) -> bool: ...
+    def exists(self, transfers: list[PoolTransfer]) -> bool: ...
+
+
+class Refused(RuntimeError):
+    """A contender answered False: its figures would time a failure."""
+
+
+def _check(ok: bool, who: str, what: str) -> None:
+    if not ok:
+        raise Refused(f"{who} refused {what}")
+
+
+@dataclass
+class StoreOp:
+    """One operation of a backend under the round loop."""
+
+    store: Store
+    rig: Rig
+    op: str
+    batch: int
+    durable: bool = True
+    name: str = ""
+    transfers: list[PoolTransfer] = field(default_factory=list)
+    since: int = 0
+
+    def __post_init__(self) -> None:
+        self.name = self.store.name
+        if self.op != "set-fresh":
+            self.transfers = self.rig.transfers("stored", self.batch)
+            _check(self.store.set(self.transfers), self.name, f"a batch of {self.batch}")
+            _check(self.store.get(self.transfers), self.name, f"a read of {self.batch}")
+
+    def prepare(self, round_no: int) -> None:
+        if self.op == "set-fresh":
+            self.transfers = self.rig.transfers(f"fresh-{round_no}", self.batch)
+            drop_cache(files_under(self.rig.root))
+            self.since = time.time_ns() - TICK_NS
+        elif self.op == "get-cold":
+            drop_cache(files_under(self.rig.folder(self.name)))
+
+    def call(self) -> None:
+        if self.op == "set-fresh":
+            _check(self.store.set(self.transfers), self.name, "a fresh batch")
+        elif self.op == "exists":
+            _check(self.store.exists(self.transfers), self.name, "exists")
+        else:
+            _check(self.store.get(self.transfers), self.name, "a read")
+
+    def written(self) -> list[str]:
+        if self.op != "set-fresh" or not self.durable:
+            return []
+        return files_under(self.rig.folder(self.name), self.since)
+
+
+@dataclass
+class LimitOp:
+    """The same operation as one raw NIXL transfer (an ``exists`` as one NIXL file query)."""
+
+    limit: Limit
+    rig: Rig
+    op: str
+    batch: int
+    durable: bool = True
+    name: str = "limit"
+
+    def __post_init__(self) -> None:
+        self.plan = self.limit.plan(self.rig.transfers("limit", self.batch))
+        self.limit.fresh(self.plan.extent)
+        if self.op != "set-fresh":
+            _check(self.limit.move("WRITE", self.plan), self.name, "the setup write")
+
+    def prepare(self, round_no: int) -> None:
+        if self.op == "set-fresh":
+            drop_cache(files_under(self.rig.root))
+            self.limit.fresh(self.plan.extent)
+        elif self.op == "get-cold":
+            drop_cache([self.limit.path])
+
+    def call(self) -> None:
+        if self.op == "exists":
+            _check(self.limit.exists(), self.name, "exists")
+        else:
+            _check(
+                self.limit.move("WRITE" if self.op == "set-fresh" else "READ", self.plan), self.name, self.op
+            )
+
+    def written(self) -> list[str]:
+        return [self.limit.path] if self.op == "set-fresh" and self.durable else []
+
+
+def mixed(store: Store, rig: Rig, batch: int) -> list[Timed]:
+    """Backup (a fresh set, made durable) and prefetch (a cold get of other pages) of one batch
+    each: one after the other, and at once from two threads as the cache controller runs them."""
+    stored = rig.transfers("prefetch", batch, first_page=batch, slot=1)
+    _check(store.set(stored), store.name, "the prefetch setup")
+    fresh: list[list[PoolTransfer]] = [[]]
+    folder = rig.folder(store.name)
+
+    def before(round_no: int) -> None:
+        fresh[0] = rig.transfers(f"backup-{round_no}-{time.time_ns()}", batch)
+        drop_cache(files_under(rig.root))
+
+    def backup() -> None:
+        since = time.time_ns() - TICK_NS
+        _check(store.set(fresh[0]), store.name, "a backup")
+        fdatasync_all(files_under(folder, since))
+
+    def prefetch() -> None:
+        _check(store.get(stored), store.name, "a prefetch")
+
+    def sequential() -> None:
+        backup()
+        prefetch()
+
+    def concurrent() -> None:
+        errors: list[BaseException] = []
+        threads = [threading.Thread(target=_catching(part, errors)) for part in (backup, prefetch)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+
+    return [Timed("sequential", sequential, before), Timed("concurrent", concurrent, before)]
+
+
+def _catching(part: Callable[[], None], errors: list[BaseException]) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            part()
+        except BaseException as exc:
+            errors.append(exc)
+
+    return run

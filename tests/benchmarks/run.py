@@ -1,0 +1,244 @@
+"""Run the benchmark matrix and write its raw round times, with the machine they came from.
+
+``python -m tests.benchmarks --out DIR`` writes ``DIR/bench.json``, ``DIR/bench.md`` and
+``DIR/bench.png``. ``--quick`` is a smoke run of a few seconds (tiny batches, three rounds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import importlib.metadata
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from conformance.upstream.loader import UpstreamUnavailable, sglang
+from reference_backend import agents
+from tests.benchmarks import report
+from tests.benchmarks.contenders import Limit, Ours, Rig, Upstream
+from tests.benchmarks.models import REAL, SCALED_HYBRID, Workload
+from tests.benchmarks.ops import LimitOp, Refused, StoreOp, mixed
+from tests.benchmarks.paired import Contender, rounds
+
+MODES = (("buffered", "aio"), ("direct", "aio"), ("direct", "uring"))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one run measures: per workload, the batches and the rounds each gets."""
+
+    modes: tuple[tuple[str, str], ...]
+    batches: dict[str, tuple[int, ...]]
+    rounds_one_page: int
+    rounds_batch: int
+    mixed: tuple[tuple[str, int], ...]
+    mixed_modes: tuple[tuple[str, str], ...]
+    rounds_mixed: int
+
+
+FULL = Plan(
+    modes=MODES,
+    batches={SCALED_HYBRID.name: (1, 8, 64, 256), **{w.name: (64,) for w in REAL}},
+    rounds_one_page=41,
+    rounds_batch=9,
+    mixed=((SCALED_HYBRID.name, 64), (REAL[0].name, 32)),
+    mixed_modes=(("buffered", "aio"), ("direct", "aio")),
+    rounds_mixed=9,
+)
+QUICK = Plan(
+    modes=(("buffered", "aio"), ("direct", "aio")),
+    batches={SCALED_HYBRID.name: (1, 8), REAL[0].name: (2,)},
+    rounds_one_page=3,
+    rounds_batch=3,
+    mixed=((SCALED_HYBRID.name, 8),),
+    mixed_modes=(("buffered", "aio"),),
+    rounds_mixed=3,
+)
+
+
+def ops_for(mode: str, batch: int) -> tuple[str, ...]:
+    gets = ("get-warm", "get-cold") if mode == "buffered" else ("get",)
+    return ("set-fresh", *gets, *(("exists",) if batch == 1 else ()))
+
+
+def upstream_available() -> bool:
+    try:
+        sglang()
+    except UpstreamUnavailable:
+        return False
+    return True
+
+
+def measure_workload(
+    workload: Workload, mode: str, queue: str, batches: tuple[int, ...], plan: Plan, root: Path
+) -> Iterator[dict[str, Any]]:
+    """Every op and batch of one workload in one mode, each as its own interleaved rounds."""
+    with_upstream = upstream_available()
+    pools = workload.build(max(batches), upstream=with_upstream)
+    rig = Rig(workload, pools, root / f"{workload.name}-{mode}-{queue}", mode, queue)
+    stores: list[Any] = [Ours(rig, verify=True), Ours(rig, verify=False)]
+    limit = Limit(rig, {name for name in pools if stores[0].staged(name)})
+    if with_upstream:
+        stores.append(Upstream(rig))
+    try:
+        for batch in batches:
+            for op in ops_for(mode, batch):
+                count = plan.rounds_one_page if batch == 1 else plan.rounds_batch
+                durable = batch > 1
+                contenders: list[Contender] = []
+                refused: dict[str, str] = {}
+                for store in stores:
+                    if op == "exists" and store.name == "ours-nosum":
+                        continue
+                    try:
+                        contenders.append(StoreOp(store, rig, op, batch, durable))
+                    except Refused as exc:
+                        refused[store.name] = str(exc)
+                contenders.append(LimitOp(limit, rig, op, batch, durable))
+                times = rounds(contenders, count)
+                yield {
+                    "workload": workload.name,
+                    "model": workload.model,
+                    "mode": mode,
+                    "queue": queue,
+                    "op": op,
+                    "batch": batch,
+                    "bytes": workload.batch_bytes(pools, batch),
+                    "rounds": count,
+                    "durable": durable and op == "set-fresh",
+                    "times": times,
+                    "refused": refused,
+                }
+                for store in stores:
+                    store.clear()
+    finally:
+        for store in stores:
+            store.close()
+        limit.close()
+        del stores, limit, pools
+        gc.collect()
+        shutil.rmtree(rig.root, ignore_errors=True)
+
+
+def measure_mixed(
+    workload: Workload, mode: str, queue: str, batch: int, count: int, root: Path
+) -> dict[str, Any]:
+    pools = workload.build(2 * batch, upstream=False)
+    rig = Rig(workload, pools, root / f"mixed-{workload.name}-{mode}-{queue}", mode, queue)
+    ours = Ours(rig, verify=True)
+    try:
+        times = rounds(mixed(ours, rig, batch), count)
+    finally:
+        ours.close()
+        shutil.rmtree(rig.root, ignore_errors=True)
+    return {
+        "workload": workload.name,
+        "mode": mode,
+        "queue": queue,
+        "batch": batch,
+        "bytes": 2 * workload.batch_bytes(pools, batch),
+        "rounds": count,
+        "times": times,
+    }
+
+
+def environment(root: Path) -> dict[str, Any]:
+    """What the figures depend on: NIXL, the file system, the machine, and how busy it was."""
+    fs = subprocess.run(["stat", "-f", "-c", "%T", str(root)], capture_output=True, text=True).stdout.strip()
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if "model name" in line
+        ),
+        platform.processor(),
+    )
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    return {
+        "nixl": importlib.metadata.version("nixl"),
+        "nixl_build": agents.build_name(),
+        "plugin": "POSIX",
+        "file_system": fs,
+        "kernel": platform.release(),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "torch": importlib.metadata.version("torch"),
+        "sglang": importlib.metadata.version("sglang") if upstream_available() else None,
+        "commit": commit,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "load_before": os.getloadavg(),
+    }
+
+
+def run(plan: Plan, root: Path) -> dict[str, Any]:
+    started = time.perf_counter()
+    env = environment(root)
+    results: list[dict[str, Any]] = []
+    workloads = {w.name: w for w in (SCALED_HYBRID, *REAL)}
+    for name, batches in plan.batches.items():
+        for mode, queue in plan.modes:
+            for row in measure_workload(workloads[name], mode, queue, batches, plan, root):
+                results.append(row)
+                print(report.one_line(row), flush=True)
+    mixes = []
+    for name, batch in plan.mixed:
+        for mode, queue in plan.mixed_modes:
+            row = measure_mixed(workloads[name], mode, queue, batch, plan.rounds_mixed, root)
+            mixes.append(row)
+            print(report.one_line_mixed(row), flush=True)
+    env["load_after"] = os.getloadavg()
+    env["seconds"] = round(time.perf_counter() - started, 1)
+    return {
+        "environment": env,
+        "method": {
+            "pairing": "every round runs each contender once, back to back, in a rotating order",
+            "writes": "page cache of the rig flushed and dropped before each timed write (untimed); "
+            "timed: the call plus fdatasync of every file it wrote (batch 1: no fdatasync)",
+            "cold_reads": "the contender's files flushed and dropped from the page cache before each read",
+            "interval": "median of per-round ratios; distribution-free order-statistic interval",
+        },
+        "results": results,
+        "mixed": mixes,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--out", type=Path, default=Path("bench"), help="folder for bench.json/.md/.png")
+    parser.add_argument("--root", type=Path, default=None, help="where the stores' files go (a temp folder)")
+    parser.add_argument("--quick", action="store_true", help="a smoke run of a few seconds")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("NIXL_LOG_LEVEL", "WARN")
+    args.out.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        root = args.root or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hicache-bench-")))
+        data = run(QUICK if args.quick else FULL, root)
+    (args.out / "bench.json").write_text(json.dumps(data, indent=1))
+    report.main(
+        [
+            str(args.out / "bench.json"),
+            "--markdown",
+            str(args.out / "bench.md"),
+            "--chart",
+            str(args.out / "bench.png"),
+        ]
+    )
+    print(
+        f"wrote {args.out}/bench.json, bench.md, bench.png in {data['environment']['seconds']} s",
+        file=sys.stderr,
+    )
+    return 0

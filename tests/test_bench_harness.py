@@ -1,0 +1,78 @@
+"""The benchmark harness's arithmetic and round order, without timing anything real.
+
+The benchmarks themselves are not collected by the default run (``tests/benchmarks/conftest.py``);
+what is checked here is what their figures rest on: the median interval, the rotation that gives
+every contender every position, and the two-run agreement the report states.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from typing import Any
+
+import pytest
+
+from tests.benchmarks import report
+from tests.benchmarks.paired import Timed, median_interval, rounds
+
+
+def test_interval_uses_order_statistics_with_stated_coverage() -> None:
+    iv = median_interval([9.0, 1.0, 8.0, 2.0, 7.0, 3.0, 6.0, 4.0, 5.0])
+    assert iv.median == 5.0
+    assert (iv.low, iv.high) == (2.0, 8.0)  # ranks 2 and 8 of 9
+    assert iv.coverage == pytest.approx(1 - 2 * 10 / 512)
+
+
+def test_interval_too_few_values_is_the_range_with_its_real_coverage() -> None:
+    iv = median_interval([3.0, 1.0, 2.0, 5.0, 4.0])
+    assert (iv.median, iv.low, iv.high) == (3.0, 1.0, 5.0)
+    assert iv.coverage == pytest.approx(1 - 2 / 32)
+    assert iv.coverage < 0.95
+
+
+def test_interval_covers_the_true_median_about_as_often_as_it_says() -> None:
+    rng = random.Random(0)
+    trials = 400
+    hits = 0
+    for _ in range(trials):
+        iv = median_interval([rng.expovariate(1.0) for _ in range(15)])
+        hits += iv.low <= math.log(2) <= iv.high
+    assert hits / trials >= 0.93
+
+
+def test_rounds_rotate_so_each_contender_takes_each_place() -> None:
+    order: list[str] = []
+
+    def runner(name: str) -> Timed:
+        return Timed(name, lambda: order.append(name))
+
+    contenders = [runner(name) for name in ("a", "b", "c")]
+    times = rounds(contenders, 3)
+    assert order == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
+    assert {k: len(v) for k, v in times.items()} == {"a": 3, "b": 3, "c": 3}
+
+
+def _run(ratio_ours: float) -> dict[str, Any]:
+    limit = [1.0] * 9
+    row = {
+        "workload": "w",
+        "model": "m",
+        "mode": "direct",
+        "queue": "aio",
+        "op": "get",
+        "batch": 64,
+        "bytes": 1e6,
+        "rounds": 9,
+        "durable": False,
+        "times": {"ours": [1.0 / ratio_ours] * 9, "limit": limit, "hicache-nixl": [3.0] * 9},
+        "refused": {},
+    }
+    return {"results": [row], "mixed": []}
+
+
+def test_two_runs_agree_only_within_ten_percent() -> None:
+    _, agree, total = report.agreement(_run(0.9), _run(0.95))
+    assert (agree, total) == (2, 2)
+    _, agree, total = report.agreement(_run(0.9), _run(0.7))
+    assert (agree, total) == (0, 2)

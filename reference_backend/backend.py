@@ -46,9 +46,10 @@ from conformance.interface import (
 )
 from conformance.validation import page_starts
 from reference_backend import __version__, agents
+from reference_backend.capacity import Capacity
 from reference_backend.config import BackendConfig
-from reference_backend.log import HAS_SUM, Entry, SegmentLog, commit_size
-from reference_backend.naming import Scope, entry_digest, scope_for
+from reference_backend.log import DEPTH_SHIFT, HAS_SUM, Entry, SegmentLog, commit_size
+from reference_backend.naming import Scope, entry_digest, family_digest, scope_for, tenant_name
 from reference_backend.record import BLOCK, RecordLayout, checksum_of, layout_from_sizes, meaning_of, pad
 
 KV = str(PoolName.KV)
@@ -106,6 +107,8 @@ class _Item:
     key: str
     start: int
     digest: bytes
+    depth: int = 0
+    """Place in its prefix chain (``prefix_keys`` before the batch, then its place in the batch)."""
     slot: int = 0
     fd: int = -1
     offset: int = 0
@@ -168,6 +171,8 @@ class NixlBackend:
 
     REMOTE = "FILE"
     """NIXL's memory type of the storage side of a transfer."""
+    _capacity: Capacity | None = None
+    """The tenant's byte budget, where one is set (:mod:`reference_backend.capacity`)."""
 
     def __init__(
         self,
@@ -178,12 +183,20 @@ class NixlBackend:
         self._setup(storage_config, self.settings.verify, "POSIX", self.settings.plugin_params())
         self.root = str(self.settings.storage_dir)
         os.makedirs(self.root, exist_ok=True)
+        budget = self.settings.budget
+        tenant = self.settings.tenant if self.settings.tenant is not None else storage_config.model_name
         self._log = SegmentLog(
             self.root,
             direct=self.settings.direct_io,
             fsync=self.settings.fsync,
-            segment_bytes=self.settings.segment_bytes,
+            # under a budget, segments small enough that compaction can free a sixteenth of it
+            segment_bytes=min(self.settings.segment_bytes, max(budget.limit // 16, 1 << 16))
+            if budget.limit
+            else self.settings.segment_bytes,
+            tenant=tenant_name(tenant or ""),
         )
+        if budget.limit:
+            self._capacity = Capacity(self._log, budget)
 
     def _setup(
         self, storage_config: HiCacheStorageConfig, verify: bool, plugin: str, params: dict[str, str]
@@ -420,7 +433,8 @@ class NixlBackend:
 
     def _append_extent(self, lane: _Lane, items: list[_Item]) -> bool:
         """Records after a reserved commit block at the segment's tail, then the commit."""
-        segment = self._log.writable(self._lay_out(items))
+        extent = self._lay_out(items)
+        segment = self._capacity.reserve(extent) if self._capacity else self._log.writable(extent)
         if segment is None or not self._log.register(segment, lane.agent):
             return False
         start = segment.scanned
@@ -434,12 +448,30 @@ class NixlBackend:
                 i.offset - start,
                 i.pool.layout.size,
                 i.pool.layout.tag,
-                HAS_SUM if i.checksum is not None else 0,
+                (HAS_SUM if i.checksum is not None else 0) | min(i.depth, 1 << 23) << DEPTH_SHIFT,
                 i.checksum or 0,
             )
             for i in items
         ]
         return self._log.commit(segment, start, entries)
+
+    def _in_chain(self, plans: list[list[_Item] | None], extra_info: Any) -> list[list[_Item] | None]:
+        """Place each page in its prefix chain and, under a budget, count the prefix as used."""
+        prefix = list(getattr(extra_info, "prefix_keys", None) or [])
+        for plan in plans:
+            for n, item in enumerate(plan or []):
+                item.depth = len(prefix) + n
+        if self._capacity and prefix:
+            model = self.storage_config.model_name or ""
+            self._capacity.touch_prefix([family_digest(model, k) for k in prefix if isinstance(k, str)])
+        return plans
+
+    def _used(self, plans: list[list[_Item] | None], results: list[list[bool]]) -> list[list[bool]]:
+        """Reads and writes count as use."""
+        if self._capacity:
+            done = (i.digest[:8] for plan, res in zip(plans, results) for i, ok in zip(plan or [], res) if ok)
+            self._capacity.touch(done)
+        return results
 
     def _read(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
         lane = self._lanes["READ"]
@@ -463,13 +495,17 @@ class NixlBackend:
         self, keys: list[str], host_indices: torch.Tensor, extra_info: HiCacheStorageExtraInfo | None = None
     ) -> list[bool]:
         plan = self._plan(KV, keys, host_indices)
-        return self._write([plan])[0] if plan is not None else self._failed(keys)
+        if plan is None:
+            return self._failed(keys)
+        return self._used([plan], self._write(self._in_chain([plan], extra_info)))[0]
 
     def batch_get_v1(
         self, keys: list[str], host_indices: torch.Tensor, extra_info: HiCacheStorageExtraInfo | None = None
     ) -> list[bool]:
         plan = self._plan(KV, keys, host_indices)
-        return self._read([plan])[0] if plan is not None else self._failed(keys)
+        if plan is None:
+            return self._failed(keys)
+        return self._used([plan], self._read(self._in_chain([plan], extra_info)))[0]
 
     def _batch_v2(
         self, transfers: list[PoolTransfer], run: Callable[[list[list[_Item] | None]], list[list[bool]]]
@@ -487,12 +523,16 @@ class NixlBackend:
     def batch_set_v2(
         self, transfers: list[PoolTransfer], extra_info: HiCacheStorageExtraInfo | None = None
     ) -> dict[str, list[bool]]:
-        return self._batch_v2(transfers, self._write)
+        return self._batch_v2(
+            transfers, lambda plans: self._used(plans, self._write(self._in_chain(plans, extra_info)))
+        )
 
     def batch_get_v2(
         self, transfers: list[PoolTransfer], extra_info: HiCacheStorageExtraInfo | None = None
     ) -> dict[str, list[bool]]:
-        return self._batch_v2(transfers, self._read)
+        return self._batch_v2(
+            transfers, lambda plans: self._used(plans, self._read(self._in_chain(plans, extra_info)))
+        )
 
     # -- exists ------------------------------------------------------------------------------
 
@@ -512,7 +552,10 @@ class NixlBackend:
 
     def batch_exists(self, keys: list[str], extra_info: HiCacheStorageExtraInfo | None = None) -> int:
         present = self._present(KV, keys)
-        return present.index(False) if False in present else len(present)
+        run = present.index(False) if False in present else len(present)
+        if self._capacity and run:
+            self._capacity.pin([self.digest(KV, k)[:8] for k in keys[:run]])
+        return run
 
     def batch_exists_v2(
         self,
@@ -566,14 +609,19 @@ class NixlBackend:
     # -- lifecycle ---------------------------------------------------------------------------
 
     def clear(self) -> bool:
-        """Remove every entry under the root: every segment, whichever writer made it."""
+        """Remove every entry of this tenant under the root, whichever writer made it; other
+        tenants' segments stay."""
         with self._lanes["WRITE"].lock, self._lanes["READ"].lock:
             self._log.clear()
         return True
 
     def stored_object_count(self) -> int:
-        """Entries that would read back now, written by any instance on this root."""
-        return self._log.count()
+        """Entries that would read back now, written by any instance of any tenant on this root."""
+        every = SegmentLog(self.root, direct=False, fsync=False, segment_bytes=self.settings.segment_bytes)
+        try:
+            return every.count()
+        finally:
+            every.close()
 
     def close(self) -> None:
         if self._closed:

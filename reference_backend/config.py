@@ -7,18 +7,33 @@ Upstream ``HiCacheNixl`` keys that apply here are honoured with the same meaning
 ``SGLANG_HICACHE_NIXL_BACKEND_STORAGE_DIR``; ours add ``storage_dir``, ``queue``
 (``aio`` | ``uring``), ``fsync``, ``verify`` (an XXH3 checksum of every record, on by default)
 and ``segment_mib`` (size at which a writer starts a new segment file, 1024 by default).
+
+Capacity (:mod:`reference_backend.capacity`): ``max_size`` as HiCacheFile spells it,
+HiCacheNixl's ``l3_cleaner_enabled``/``l3_cleaner_high_watermark``/``l3_cleaner_low_watermark``,
+and ours, ``pin_seconds`` and ``eviction_policy``. ``tenant`` names the deployment whose entries
+``clear()`` and eviction may remove (the model name by default).
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reference_backend.capacity import Budget
+
 DEFAULT_DIR = "/tmp/hicache_storage"
 QUEUES = {"aio": {}, "uring": {"use_uring": "true"}}
-_OUR_KEYS = {"storage_dir", "queue", "fsync", "verify", "segment_mib", "use_direct_io", "plugin"}
+_OUR_KEYS = {"storage_dir", "queue", "fsync", "verify", "segment_mib", "use_direct_io", "plugin", "tenant"}
+_CAPACITY_KEYS = {
+    "max_size",
+    "l3_cleaner_enabled",
+    "l3_cleaner_high_watermark",
+    "l3_cleaner_low_watermark",
+    "pin_seconds",
+    "eviction_policy",
+}
 
 
 _TRUE = ("1", "true", "yes", "on")
@@ -45,6 +60,9 @@ class BackendConfig:
     fsync: bool = False
     verify: bool = True
     segment_bytes: int = 1 << 30
+    budget: Budget = field(default_factory=Budget)
+    tenant: str | None = None
+    """Who owns what this instance stores; None: the model name."""
 
     def plugin_params(self) -> dict[str, str]:
         return dict(QUEUES[self.queue])
@@ -63,7 +81,7 @@ class BackendConfig:
                 raise ValueError(f"only the POSIX plugin is supported, not {active[0]!r}")
             params = {k: v for k, v in dict(plugin.get("posix", {})).items() if k != "active"}
         else:
-            params = {k: v for k, v in extra.items() if k not in _OUR_KEYS}
+            params = {k: v for k, v in extra.items() if k not in _OUR_KEYS | _CAPACITY_KEYS}
         queue = str(
             extra.get("queue", "uring" if _flag(params.get("use_uring", False), "use_uring") else "aio")
         )
@@ -84,4 +102,12 @@ class BackendConfig:
             fsync=_flag(extra.get("fsync", False), "fsync"),
             verify=_flag(extra.get("verify", True), "verify"),
             segment_bytes=int(extra.get("segment_mib", 1024)) << 20,
+            budget=Budget.from_extra(
+                {
+                    **extra,
+                    "l3_cleaner_enabled": _flag(extra.get("l3_cleaner_enabled", True), "l3_cleaner_enabled"),
+                },
+                folder,
+            ),
+            tenant=None if extra.get("tenant") is None else str(extra["tenant"]),
         )

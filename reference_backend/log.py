@@ -44,6 +44,11 @@ SUFFIX = ".seg"
 MAGIC = b"HCC2"
 VERSION = 2
 HAS_SUM = 1
+DEAD = 2
+"""An entry flag: a tombstone. Its digest's first 8 bytes name a family (every pool's and rank's
+record of one key); records of that family older than the tombstone are evicted."""
+DEPTH_SHIFT = 8
+"""Entry flags above this bit hold the record's depth in its prefix chain (the eviction policy's)."""
 SEALED = 1
 """A commit flag: the segment's writer has finished it, so readers stop watching it grow."""
 # magic, version, flags, entry count, extent bytes (commit block included), sequence,
@@ -105,7 +110,8 @@ def decode_commit(raw: bytes, segment: int) -> tuple[list[Entry], int, int, int]
         return None
     entries = [Entry(*_ENTRY.unpack_from(body, i * _ENTRY.size)) for i in range(count)]
     floor = commit_size(count)
-    if any(e.offset < floor or e.size <= 0 or e.offset + e.size > extent for e in entries):
+    records = [e for e in entries if not e.flags & DEAD]
+    if any(e.offset < floor or e.size <= 0 or e.offset + e.size > extent for e in records):
         return None
     return entries, extent, seq, _HEAD.unpack_from(raw)[2]
 
@@ -139,11 +145,18 @@ class Location(NamedTuple):
     seq: int
     tag: int
     checksum: int | None
+    depth: int = 0
 
     @classmethod
     def of(cls, segment: Segment, start: int, entry: Entry, seq: int) -> Location:
         checksum = entry.checksum if entry.flags & HAS_SUM else None
-        return cls(segment, start + entry.offset, entry.size, seq, entry.tag, checksum)
+        depth = entry.flags >> DEPTH_SHIFT
+        return cls(segment, start + entry.offset, entry.size, seq, entry.tag, checksum, depth)
+
+    def entry(self, digest: bytes, offset: int) -> Entry:
+        """This record as a commit entry at ``offset`` of a new extent (compaction moves it there)."""
+        flags = (HAS_SUM if self.checksum is not None else 0) | self.depth << DEPTH_SHIFT
+        return Entry(digest, offset, self.size, self.tag, flags, self.checksum or 0)
 
 
 class _Aligned:
@@ -165,8 +178,16 @@ class _Aligned:
 class SegmentLog:
     """Segments under one storage root, and the index from entry digest to newest location."""
 
-    def __init__(self, root: str, *, direct: bool, fsync: bool, segment_bytes: int) -> None:
+    def __init__(self, root: str, *, direct: bool, fsync: bool, segment_bytes: int, tenant: str = "") -> None:
         self.folder = os.path.join(root, FOLDER)
+        self.tenant = tenant
+        """Hex name of the deployment whose segments these are; other tenants' are never read or removed."""
+        self._suffix = f".{tenant}{SUFFIX}" if tenant else SUFFIX
+        self._dead: dict[bytes, int] = {}
+        """Family -> sequence of its newest tombstone: older records of the family are evicted."""
+        self._tombs: dict[Segment, dict[bytes, int]] = {}
+        self.last_swap = 0.0
+        """Seconds the last compaction held the index lock (what a concurrent get could wait)."""
         self._direct = direct
         self._fsync = fsync
         self._segment_bytes = segment_bytes
@@ -262,7 +283,7 @@ class SegmentLog:
                     os.makedirs(self.folder, exist_ok=True)
                 except OSError:
                     return None
-                name = f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}{SUFFIX}"
+                name = f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}{self._suffix}"
                 current = self._writer = self._open(os.path.join(self.folder, name), own=True)
             if current is not None:
                 try:  # sized first: O_DIRECT writes that extend a file run one at a time on ext4
@@ -323,6 +344,16 @@ class SegmentLog:
             if not self._live[held.segment] and held.segment.own and held.segment is not self._writer:
                 self._reclaim(held.segment)
 
+    def _move_index(self, digest: bytes, loc: Location) -> None:
+        """Point the index at a moved copy, unless a newer version arrived meanwhile."""
+        held = self._index.get(digest)
+        if held is not None and held.seq > loc.seq:
+            return
+        self._index[digest] = loc
+        self._live[loc.segment] = self._live.get(loc.segment, 0) + 1
+        if held is not None:
+            self._live[held.segment] -= 1
+
     def _reclaim(self, segment: Segment) -> None:
         """Delete one of our finished segments that no index entry refers to any more."""
         with contextlib.suppress(OSError):
@@ -358,7 +389,10 @@ class SegmentLog:
                 segment.sealed = True
                 break
             for entry in entries:
-                self._place(entry.digest, Location.of(segment, at, entry, seq))
+                if entry.flags & DEAD:
+                    self._bury_family(segment, entry.digest[:8], seq)
+                else:
+                    self._place(entry.digest, Location.of(segment, at, entry, seq))
             at += extent
         segment.scanned = at
 
@@ -367,15 +401,15 @@ class SegmentLog:
         with self._lock:
             if self._folder_changed():
                 try:
-                    names = sorted(n for n in os.listdir(self.folder) if n.endswith(SUFFIX))
+                    names = sorted(n for n in os.listdir(self.folder) if n.endswith(self._suffix))
                 except OSError:
                     names = []
+                for name in names:  # first, so what compaction moved is found before its source is missed
+                    if name not in self._segments:
+                        self._open(os.path.join(self.folder, name), own=False)
                 if any(n not in names for n in self._segments):
                     self._rebuild_after_loss()
                     return
-                for name in names:
-                    if name not in self._segments:
-                        self._open(os.path.join(self.folder, name), own=False)
             for segment in list(self._segments.values()):
                 if segment is self._writer or segment.sealed:
                     continue
@@ -421,7 +455,12 @@ class SegmentLog:
         """The newest committed location of each digest, others' latest commits included."""
         with self._lock:
             self.refresh()
-            return [self._index.get(d) for d in digests]
+            return [self._unless_evicted(d, self._index.get(d)) for d in digests]
+
+    def _unless_evicted(self, digest: bytes, loc: Location | None) -> Location | None:
+        if loc is None or self._dead.get(digest[:8], -1) < loc.seq:
+            return loc
+        return None
 
     def locate(self, digests: Sequence[bytes]) -> list[Location | None]:
         """Like ``known``, but only where the record's whole extent is still on disk."""
@@ -445,6 +484,168 @@ class SegmentLog:
             self.refresh()
             return sum(loc is not None for loc in self.locate(list(self._index)))
 
+    # -- capacity (driven by reference_backend.capacity, under its tenant lock) ----------------
+
+    @staticmethod
+    def reservation(extent: int) -> int:
+        """The most an append of ``extent`` bytes grows the store: the extent and a new seal block."""
+        return extent + BLOCK
+
+    def reserve(self, extent: int) -> Segment | None:
+        """``writable``, with the file sized now for the extent and its seal, so that every process
+        counting the tenant's bytes counts these before a byte of them is written."""
+        segment = self.writable(extent)
+        if segment is not None:
+            try:
+                if os.fstat(segment.fd).st_size < segment.scanned + extent + BLOCK:
+                    os.ftruncate(segment.fd, segment.scanned + extent + BLOCK)
+            except OSError:
+                return None
+        return segment
+
+    def tenant_bytes(self) -> int:
+        """Bytes of this tenant's segment files, whoever wrote them."""
+        total = 0
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(self.folder):
+                if entry.name.endswith(self._suffix):
+                    with contextlib.suppress(OSError):
+                        total += entry.stat().st_size
+        return total
+
+    def live(self) -> list[tuple[bytes, Location]]:
+        """Every record that would read back now, after a look for others' latest commits; evicted
+        ones leave the index here, and our finished segments left with none are deleted."""
+        with self._lock:
+            self.refresh()
+            out, dead = [], []
+            for digest, loc in self._index.items():
+                (out if self._unless_evicted(digest, loc) is not None else dead).append((digest, loc))
+            for digest, loc in dead:
+                del self._index[digest]
+                self._live[loc.segment] -= 1
+                if not self._live[loc.segment] and loc.segment.own and loc.segment is not self._writer:
+                    self._reclaim(loc.segment)
+            return out
+
+    def _bury_family(self, segment: Segment, family: bytes, seq: int) -> None:
+        self._dead[family] = max(seq, self._dead.get(family, -1))
+        self._tombs.setdefault(segment, {})[family] = seq
+
+    def tombstone(self, families: Sequence[bytes], seq: int | None = None) -> bool:
+        """Evict ``families`` in every process: commits of tombstones, a block's worth each."""
+        per_block = (BLOCK - _HEAD.size) // _ENTRY.size
+        stamp = self._next_seq() if seq is None else seq
+        for lo in range(0, len(families), per_block):
+            chunk = families[lo : lo + per_block]
+            entries = [Entry(f + bytes(8), 0, 0, 0, DEAD, 0) for f in chunk]
+            segment = self.reserve(BLOCK)
+            if segment is None:
+                return False
+            start = segment.scanned
+            if not self._put_block(segment, start, encode_commit(entries, BLOCK, stamp, segment.id)):
+                return False
+            with self._lock:
+                segment.scanned = start + BLOCK
+                for family in chunk:
+                    self._bury_family(segment, family, stamp)
+        return True
+
+    def _finished(self, segment: Segment) -> bool:
+        """No writer will append to it again: ours and done, sealed, or its writer process is gone."""
+        if segment is self._writer:
+            return False
+        if segment.own or segment.sealed:
+            return True
+        try:
+            os.kill(int(segment.name.split("-")[1]), 0)
+        except (ValueError, IndexError, ProcessLookupError):
+            return True
+        except PermissionError:
+            return False
+        return False
+
+    def compactable(self) -> list[tuple[Segment, int, int]]:
+        """(segment, file bytes, live bytes) of every finished segment of the tenant."""
+        live: dict[Segment, int] = {}
+        for _, loc in self.live():
+            live[loc.segment] = live.get(loc.segment, 0) + loc.size
+        with self._lock:
+            out = []
+            for segment in list(self._segments.values()):
+                size = self._alive(segment)
+                if size >= 0 and self._finished(segment):
+                    out.append((segment, size, live.get(segment, 0)))
+            return out
+
+    def compact(self, segment: Segment) -> bool:
+        """Copy ``segment``'s live records (and tombstones still needed) forward, then delete it."""
+        moving = [(d, loc) for d, loc in self.live() if loc.segment is segment]
+        groups: dict[int, list[tuple[bytes, Location]]] = {}
+        for digest, loc in moving:
+            groups.setdefault(loc.seq, []).append((digest, loc))
+        for seq, group in sorted(groups.items()):
+            if not self._move(group, seq):
+                return False
+        born = [int(s.name.split("-")[0]) for s in self._segments.values() if s is not segment]
+        needed: dict[int, list[bytes]] = {}
+        for family, seq in self._tombs.get(segment, {}).items():
+            if self._dead.get(family) == seq and any(b < seq for b in born):
+                needed.setdefault(seq, []).append(family)
+        for seq, families in sorted(needed.items()):
+            if not self.tombstone(families, seq):
+                return False
+        started = time.perf_counter()
+        with self._lock:
+            with contextlib.suppress(OSError):
+                os.unlink(segment.path)
+            self._live.pop(segment, None)
+            self._tombs.pop(segment, None)
+            self._index = {d: loc for d, loc in self._index.items() if loc.segment is not segment}
+            self._retire(segment)
+        self.last_swap = time.perf_counter() - started
+        return True
+
+    def _move(self, group: list[tuple[bytes, Location]], seq: int) -> bool:
+        """One extent holding ``group``'s records, committed under their own sequence number, so a
+        newer version written meanwhile still wins."""
+        head = commit_size(len(group))
+        entries, at = [], head
+        for digest, loc in group:
+            entries.append(loc.entry(digest, at))
+            at += loc.size
+        extent = pad(at, BLOCK)
+        segment = self.reserve(extent)
+        if segment is None:
+            return False
+        buf = mmap.mmap(-1, pad(extent - head, mmap.PAGESIZE))
+        try:
+            view = memoryview(buf)
+            for (_, loc), entry in zip(group, entries):
+                got = os.preadv(
+                    loc.segment.fd, [view[entry.offset - head : entry.offset - head + loc.size]], loc.offset
+                )
+                if got != loc.size:
+                    return False
+            start = segment.scanned
+            if os.pwritev(segment.fd, [view[: extent - head]], start + head) != extent - head:
+                return False
+            view.release()
+        except OSError:
+            return False
+        finally:
+            with contextlib.suppress(BufferError):
+                buf.close()
+        if not self._put_block(segment, start, encode_commit(entries, extent, seq, segment.id)):
+            return False
+        started = time.perf_counter()
+        with self._lock:
+            segment.scanned = start + extent
+            for entry in entries:
+                self._move_index(entry.digest, Location.of(segment, start, entry, seq))
+        self.last_swap = max(self.last_swap, time.perf_counter() - started)
+        return True
+
     # -- lifecycle -----------------------------------------------------------------------------
 
     def clear(self) -> None:
@@ -455,10 +656,12 @@ class SegmentLog:
             self.bury()
             self._index.clear()
             self._live.clear()
+            self._dead.clear()
+            self._tombs.clear()
             self._listing = (0, 0, 0)
             with contextlib.suppress(OSError):
                 for name in os.listdir(self.folder):
-                    if name.endswith(SUFFIX):
+                    if name.endswith(self._suffix):
                         with contextlib.suppress(OSError):
                             os.unlink(os.path.join(self.folder, name))
 

@@ -39,8 +39,21 @@ def scope_for(config: HiCacheStorageConfig, pool: PoolName | str) -> Scope:
     return Scope(config.model_name or "", ".".join(shard(config, pool)))
 
 
+def tenant_name(tenant: str) -> str:
+    """16 hex digits that name a deployment's segment files, so tenants sharing a folder never
+    read, evict or clear each other's."""
+    return hashlib.blake2b(spell("tenant", tenant), digest_size=8).hexdigest()
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def family_digest(model: str, key: str) -> bytes:
+    """8 bytes shared by every pool's and every rank's record of one key: what eviction removes whole."""
+    return hashlib.blake2b(spell(model, key), digest_size=8).digest()
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def entry_digest(scope: Scope, pool: PoolName | str, key: str) -> bytes:
     """16 bytes that name one entry in the log and its index (cached: a page is named again and
-    again, by exists, set and get)."""
-    return hashlib.blake2b(spell(scope.model, scope.shard, str(pool), key), digest_size=16).digest()
+    again, by exists, set and get): its family's 8, then 8 of the whole (model, shard, pool, key)."""
+    whole = hashlib.blake2b(spell(scope.model, scope.shard, str(pool), key), digest_size=8).digest()
+    return family_digest(scope.model, key) + whole

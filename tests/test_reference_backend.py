@@ -219,7 +219,7 @@ def test_a_record_that_is_not_what_its_commit_promised_is_refused(make, tmp_path
     record = segment.read_bytes()[head : head + layout.size]
     tag, checksum = (layout.tag, 12345) if lie == "checksum" else (layout.tag ^ 1, 0)
     entry = Entry(backend.digest("kv", "b"), head, layout.size, tag, HAS_SUM, checksum)
-    name = f"forged{SUFFIX}"
+    name = f"forged.{backend._log.tenant}{SUFFIX}"  # a segment of this deployment (tenant)
     forged = encode_commit([entry], head + layout.size, seq=1, segment=segment_id(name))
     (tmp_path / FOLDER / name).write_bytes(forged + record)
     assert backend.batch_exists(["b"]) == (1 if lie == "checksum" else 0)

@@ -18,6 +18,7 @@ import struct
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import xxhash
@@ -47,7 +48,8 @@ class RecordLayout:
     """What the bytes hold (element dtype, tokens per page): same-sized pages of another KV dtype
     or page size are another format, and must never read back as this one."""
 
-    @property
+    # cached: every item of every batch asks for these, and the layout never changes
+    @cached_property
     def offsets(self) -> tuple[int, ...]:
         out, at = [], 0
         for size in self.region_sizes:
@@ -55,11 +57,11 @@ class RecordLayout:
             at += pad(size)
         return tuple(out)
 
-    @property
+    @cached_property
     def size(self) -> int:
         return sum(pad(s) for s in self.region_sizes)
 
-    @property
+    @cached_property
     def tag(self) -> int:
         """A 32-bit fingerprint of the geometry, so a record never reads back into another shape."""
         shape = struct.pack(f"<{len(self.region_sizes)}Q", *self.region_sizes)

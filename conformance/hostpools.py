@@ -16,24 +16,10 @@ from typing import Any
 
 import torch
 
-ALIGNMENT = 4096
+from reference_backend.interface import aligned_empty as aligned_empty  # the one definition, re-exported
+
 MISALIGNMENT = 64
 """Offset used for "misaligned" pools: legal for every dtype, never a multiple of 512."""
-
-
-def aligned_empty(
-    shape: Sequence[int], dtype: torch.dtype, misalign: int = 0, alignment: int = ALIGNMENT
-) -> torch.Tensor:
-    """A tensor whose first byte sits ``misalign`` bytes past an ``alignment`` boundary.
-
-    The torch CPU allocator promises 64 bytes only, so over-allocate and slice.
-    """
-    nbytes = dtype.itemsize
-    for dim in shape:
-        nbytes *= dim
-    raw = torch.empty(nbytes + 2 * alignment, dtype=torch.uint8)
-    start = (misalign - raw.data_ptr()) % alignment
-    return raw[start : start + nbytes].view(dtype).reshape(tuple(shape))
 
 
 def store_dtype(dtype: torch.dtype) -> torch.dtype:
@@ -463,6 +449,15 @@ class MultiRegionHostPool(HostPoolDouble):
 
     def _page_regions(self, index: int) -> list[torch.Tensor]:
         return [buf[index // self.page_size] for buf in self.buffers]
+
+    def get_size_per_token(self) -> int:
+        """A page's bytes a token, as every SGLang host pool reports them (backends size files by it)."""
+        return self.page_nbytes() // self.page_size
+
+    def get_ksize_per_token(self) -> int:
+        """All of it: a side pool's page is one payload with no K and V halves, as in SGLang's
+        Mamba, MLA and indexer pools (HF3FS and Mooncake call this at registration)."""
+        return self.get_size_per_token()
 
 
 class DeepSeekV4PagedHostPool(HostPoolDouble):

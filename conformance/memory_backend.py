@@ -24,7 +24,7 @@ from conformance.interface import (
 )
 from conformance.oracle import expected_exists_v2, leading_run
 from conformance.sharing import entry_identity
-from conformance.validation import page_starts
+from reference_backend.interface import page_starts
 
 ObjectName = tuple[Any, ...]
 

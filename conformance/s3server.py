@@ -16,9 +16,11 @@ import sys
 import time
 from collections.abc import Iterator
 
-from reference_backend.obj import BUCKET_ENV, ENDPOINT_ENV
-
+ENDPOINT_ENV = "HICACHE_S3_ENDPOINT"
+BUCKET_ENV = "HICACHE_S3_BUCKET"
+DEFAULT_BUCKET = "hicache-conformance"
 DEFAULTS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1"}
+"""moto's test credentials, used where the environment gives none."""
 
 
 def _free_port() -> int:
@@ -76,7 +78,7 @@ def ensure_endpoint() -> Iterator[None]:
     saved = {k: os.environ.get(k) for k in (ENDPOINT_ENV, BUCKET_ENV, *DEFAULTS)}
     for key, value in DEFAULTS.items():
         os.environ.setdefault(key, value)
-    os.environ.setdefault(BUCKET_ENV, "hicache-conformance")
+    os.environ.setdefault(BUCKET_ENV, DEFAULT_BUCKET)
     try:
         with contextlib.ExitStack() as stack:
             if not os.environ.get(ENDPOINT_ENV):

@@ -2,7 +2,9 @@
 
 Everything in the suite that needs "the same entry" (the oracle's dictionary, the stateful model,
 the in-memory model backend, the reference backend's names, the broken backends' correct parts)
-asks this module. What SGLang 0.5.23 does, read from its code:
+asks this module, or the rule it builds on: :func:`~reference_backend.interface.shard`, in the
+module the suite shares with the reference backend (which must load without the suite). What
+SGLang 0.5.23 does, read from its code:
 
 - ``mem_cache/hicache_storage.py``, ``HiCacheStorageConfig``: ``dcp_size > 1`` is valid only for
   MLA, with ``tp_size % dcp_size == 0``, ``tp_rank % dcp_size == dcp_rank`` (DCP groups are
@@ -52,6 +54,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from conformance.interface import HiCacheStorageConfig, PoolName
+from reference_backend.interface import rank_replicated, shard
 
 EntryIdentity = tuple[tuple[str | None, tuple[str, ...]], str, str]
 
@@ -106,22 +109,6 @@ class Shape:
         if self.dcp_size > 1:
             text += f" dcp{self.dcp_rank}/{self.dcp_size}@{self.logical_page_size}"
         return text
-
-
-def rank_replicated(config: HiCacheStorageConfig, pool: PoolName | str) -> bool:
-    """Whether every TP rank holds the same bytes of ``pool``: MLA state is, Mamba state never."""
-    return bool(config.is_mla_model) and str(pool) != str(PoolName.MAMBA)
-
-
-def shard(config: HiCacheStorageConfig, pool: PoolName | str) -> tuple[str, ...]:
-    """The parts of the config that pick ``pool``'s shard, each spelled unambiguously."""
-    parts = [f"pp{config.pp_rank}-{config.pp_size}", f"cp{config.attn_cp_rank}-{config.attn_cp_size}"]
-    if config.dcp_size > 1:
-        parts.append(
-            f"dcp{config.dcp_rank}-{config.dcp_size}-tp{config.tp_size}-page{config.logical_page_size}"
-        )
-    parts.append("replicated" if rank_replicated(config, pool) else f"tp{config.tp_rank}-{config.tp_size}")
-    return tuple(parts)
 
 
 def entry_identity(config: HiCacheStorageConfig, pool: PoolName | str, key: str) -> EntryIdentity:

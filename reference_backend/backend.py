@@ -28,26 +28,24 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from conformance.capabilities import SIDE_POOLS, BackendSpec, Capabilities
-from conformance.hostpools import aligned_empty
-from conformance.interface import (
+from reference_backend import agents
+from reference_backend.capacity import Capacity
+from reference_backend.config import BackendConfig
+from reference_backend.interface import (
     HiCacheStorageConfig,
     HiCacheStorageExtraInfo,
     PoolHitPolicy,
     PoolName,
     PoolTransfer,
     PoolTransferResult,
+    aligned_empty,
+    page_starts,
 )
-from conformance.validation import page_starts
-from reference_backend import __version__, agents
-from reference_backend.capacity import Capacity
-from reference_backend.config import BackendConfig
 from reference_backend.log import DEPTH_SHIFT, HAS_SUM, Entry, SegmentLog, commit_size
 from reference_backend.naming import Scope, entry_digest, family_digest, scope_for, tenant_name
 from reference_backend.record import BLOCK, RecordLayout, checksum_of, layout_from_sizes, meaning_of, pad
@@ -645,45 +643,3 @@ class NixlBackend:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
-
-
-def _factory(config: HiCacheStorageConfig, storage_dir: Path) -> NixlBackend:
-    return NixlBackend(config, storage_dir)
-
-
-CAPABILITIES = Capabilities(
-    v1_kv=True,
-    kv_through_v2=True,
-    side_pools=SIDE_POOLS,
-    hit_policies=frozenset(PoolHitPolicy),
-    persistence=True,
-    concurrent=True,
-    multiprocess=True,
-    stores_files=True,
-    detects_corruption=True,
-    reports_transfer_mode=True,
-    enumerates_objects=True,
-    decode_context_parallel=True,
-    io_modes={
-        "buffered": {"use_direct_io": False},
-        "direct": {"use_direct_io": True},
-        "direct-uring": {"use_direct_io": True, "queue": "uring"},
-    },
-    direct_io_modes=frozenset({"direct", "direct-uring"}),
-    config_spellings={  # upstream HiCacheNixl's nested plugin form, flags as JSON strings
-        "buffered": ({"use_direct_io": "false", "plugin": {"posix": {"active": "true"}}},),
-        "direct": ({"use_direct_io": "true", "plugin": {"posix": {"active": True}}},),
-        "direct-uring": (
-            {"use_direct_io": "true", "plugin": {"posix": {"active": "true", "use_uring": "true"}}},
-            {"use_direct_io": True, "use_uring": "true"},
-        ),
-    },
-    refused_configs=(
-        {"plugin": {"gds": {"active": True}}},
-        {"plugin": {"posix": {"active": "maybe"}}},
-        {"queue": "spdk"},
-        {"use_direct_io": True, "use_uring": "sometimes"},
-    ),
-)
-
-SPEC = BackendSpec("nixl", _factory, CAPABILITIES, version=__version__)

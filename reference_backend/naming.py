@@ -12,8 +12,7 @@ import functools
 import hashlib
 from dataclasses import dataclass
 
-from conformance.interface import HiCacheStorageConfig, PoolName
-from conformance.sharing import shard
+from reference_backend.interface import HiCacheStorageConfig, PoolName, shard
 
 
 def spell(*fields: str) -> bytes:
@@ -34,8 +33,8 @@ class Scope:
 
 
 def scope_for(config: HiCacheStorageConfig, pool: PoolName | str) -> Scope:
-    """The shard SGLang's sharing rule gives ``pool`` (:mod:`conformance.sharing`): MLA state is
-    shared across TP ranks, Mamba state never; stages, CP and DCP ranks always stay apart."""
+    """The shard SGLang's sharing rule gives ``pool`` (:func:`~reference_backend.interface.shard`):
+    MLA state is shared across TP ranks, Mamba state never; stages, CP and DCP ranks stay apart."""
     return Scope(config.model_name or "", ".".join(shard(config, pool)))
 
 

@@ -25,17 +25,14 @@ import ctypes
 import hashlib
 import os
 import struct
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import HiCacheStorageConfig
-from reference_backend import __version__
-from reference_backend.backend import CAPABILITIES as FILE_CAPABILITIES
 from reference_backend.backend import NixlBackend, _by_pool, _Item, _Lane
+from reference_backend.interface import HiCacheStorageConfig
 from reference_backend.record import UNIT, checksum_of
 
 MAGIC = b"HCO1"
@@ -44,8 +41,6 @@ HAS_SUM = 1
 _HEAD = struct.Struct("<4sI16sIQQ")
 TAIL_MAGIC = b"HCOT"
 _TAIL = struct.Struct("<4s16s")
-ENDPOINT_ENV = "HICACHE_S3_ENDPOINT"
-BUCKET_ENV = "HICACHE_S3_BUCKET"
 _PLUGIN_KEYS = (
     "bucket",
     "endpoint_override",
@@ -246,35 +241,3 @@ class NixlObjBackend(NixlBackend):
             if self._s3 is not None:
                 self._s3.close()
 
-
-def _factory(config: HiCacheStorageConfig, storage_dir: Path) -> NixlObjBackend:
-    """The suite's factory: the endpoint and bucket come from the environment (see ``s3server``)."""
-    extra = dict(config.extra_config or {})
-    if "plugin" not in extra and "endpoint_override" not in extra:
-        extra.setdefault("bucket", os.environ.get(BUCKET_ENV, "hicache-conformance"))
-        extra.setdefault("endpoint_override", os.environ[ENDPOINT_ENV])
-        extra.setdefault("access_key", os.environ.get("AWS_ACCESS_KEY_ID", "testing"))
-        extra.setdefault("secret_key", os.environ.get("AWS_SECRET_ACCESS_KEY", "testing"))
-        extra.setdefault("region", os.environ.get("AWS_REGION", "us-east-1"))
-    return NixlObjBackend(replace(config, extra_config=extra), storage_dir)
-
-
-def _session() -> contextlib.AbstractContextManager[None]:
-    from reference_backend.s3server import ensure_endpoint
-
-    return ensure_endpoint()
-
-
-CAPABILITIES = replace(
-    FILE_CAPABILITIES,
-    stores_files=False,
-    detects_corruption=False,
-    reports_transfer_mode=False,
-    io_modes={"default": {}},
-    direct_io_modes=frozenset(),
-    config_spellings={},
-    refused_configs=(),
-)
-"""The file target's claims, less what a bucket cannot give the suite: files to damage, O_DIRECT."""
-
-SPEC = BackendSpec("nixl-obj", _factory, CAPABILITIES, version=__version__, session=_session)

@@ -15,8 +15,9 @@ from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
 
 pytest.importorskip("moto", reason="the object-store tests need the obj extra (moto, boto3)")
 
-from reference_backend.obj import ENDPOINT_ENV, NixlObjBackend, ObjConfig, _factory
-from reference_backend.s3server import ensure_endpoint, moto_server
+from conformance.s3server import ENDPOINT_ENV, ensure_endpoint, moto_server
+from conformance.targets import nixl_obj_factory
+from reference_backend.obj import NixlObjBackend, ObjConfig
 from tests.test_reference_backend import PAGES, indices, kv_pool
 
 
@@ -35,7 +36,7 @@ def make(endpoint: str, tmp_path: Path) -> Iterator[Any]:
     made: list[NixlObjBackend] = []
 
     def build(kv: MHAHostPool, where: Path = tmp_path) -> NixlObjBackend:
-        backend = _factory(config(), where)
+        backend = nixl_obj_factory(config(), where)
         backend.register_mem_pool_host(kv)
         made.append(backend)
         return backend

@@ -8,7 +8,8 @@ MARKED_BACKEND = """
 from dataclasses import replace
 
 from conformance.capabilities import BackendSpec
-from reference_backend.backend import CAPABILITIES, NixlBackend
+from conformance.targets import NIXL_CAPABILITIES
+from reference_backend.backend import NixlBackend
 
 
 def make(config, storage_dir):
@@ -18,7 +19,7 @@ def make(config, storage_dir):
     return NixlBackend(config, storage_dir)
 
 
-CLAIMS = replace(CAPABILITIES, io_modes={"buffered": {}}, direct_io_modes=frozenset())
+CLAIMS = replace(NIXL_CAPABILITIES, io_modes={"buffered": {}}, direct_io_modes=frozenset())
 SPEC = BackendSpec("marked", make, CLAIMS)
 """
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from reference_backend.backend import CAPABILITIES
+from conformance.targets import NIXL_CAPABILITIES
 
 
-@pytest.mark.parametrize("mode", sorted(CAPABILITIES.io_modes))
+@pytest.mark.parametrize("mode", sorted(NIXL_CAPABILITIES.io_modes))
 def test_the_reference_backend_passes_the_whole_suite_with_nothing_skipped(
     pytester: pytest.Pytester, mode: str
 ) -> None:

@@ -87,7 +87,7 @@ def test_sglangs_dynamic_loader_builds_a_backend_that_round_trips_its_own_pools(
 def test_sglangs_dynamic_loader_builds_the_object_store_target(sg: Any, tmp_path: Path) -> None:
     """The same path for the S3 target, configured as an SGLang user writes it."""
     pytest.importorskip("moto", reason="needs the obj extra (moto, boto3)")
-    from reference_backend.s3server import ensure_endpoint
+    from conformance.s3server import ensure_endpoint
 
     factory = importlib.import_module("sglang.srt.mem_cache.storage.backend_factory").StorageBackendFactory
     with ensure_endpoint():

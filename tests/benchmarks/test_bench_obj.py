@@ -20,8 +20,9 @@ from tests.benchmarks.workload import config, fill, hybrid_pools, raw_transfer, 
 
 pytest.importorskip("moto", reason="the object-store benchmarks need the obj extra (moto, boto3)")
 
-from reference_backend.obj import NixlObjBackend, _factory
-from reference_backend.s3server import ensure_endpoint
+from conformance.s3server import ensure_endpoint
+from conformance.targets import nixl_obj_factory
+from reference_backend.obj import NixlObjBackend
 
 BATCHES = (1, 8, 64)
 
@@ -57,7 +58,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ObjRig]:
     with ensure_endpoint():
         pools = hybrid_pools(max(BATCHES))
         fill(pools)
-        backend = _factory(config("buffered", "aio"), Path(tmp_path_factory.mktemp("bench-obj")))
+        backend = nixl_obj_factory(config("buffered", "aio"), Path(tmp_path_factory.mktemp("bench-obj")))
         for name, pool in pools.items():
             backend.register_mem_host_pool_v2(pool, name)
         yield ObjRig(backend, pools)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from conformance.capabilities import BackendSpec
 from conformance.interface import PoolName
 from conformance.memory_backend import CAPABILITIES, MemoryBackend, ObjectName
-from conformance.sharing import shard
+from reference_backend.interface import shard
 
 
 class GluedNamesBackend(MemoryBackend):

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from conformance.capabilities import BackendSpec
 from conformance.interface import HiCacheStorageConfig
-from reference_backend.backend import CAPABILITIES, NixlBackend, _Item, _Lane
+from conformance.targets import NIXL_CAPABILITIES
+from reference_backend.backend import NixlBackend, _Item, _Lane
 
 
 class InPlaceWritesBackend(NixlBackend):
@@ -31,4 +32,4 @@ def _factory(config: HiCacheStorageConfig, storage_dir: Path) -> InPlaceWritesBa
     return InPlaceWritesBackend(config, storage_dir)
 
 
-SPEC = BackendSpec("broken-in-place-writes", _factory, CAPABILITIES)
+SPEC = BackendSpec("broken-in-place-writes", _factory, NIXL_CAPABILITIES)

@@ -12,7 +12,8 @@ from typing import Any
 
 from conformance.capabilities import BackendSpec
 from conformance.interface import HiCacheStorageConfig
-from reference_backend.backend import CAPABILITIES, NixlBackend
+from conformance.targets import NIXL_CAPABILITIES
+from reference_backend.backend import NixlBackend
 from reference_backend.config import BackendConfig
 
 
@@ -29,4 +30,4 @@ class LenientConfigBackend(NixlBackend):
         super().__init__(storage_config, location)
 
 
-SPEC = BackendSpec("broken-lenient-config", LenientConfigBackend, CAPABILITIES)
+SPEC = BackendSpec("broken-lenient-config", LenientConfigBackend, NIXL_CAPABILITIES)

@@ -8,7 +8,8 @@ from typing import Any
 
 from conformance.capabilities import BackendSpec
 from conformance.interface import HiCacheStorageConfig
-from reference_backend.backend import CAPABILITIES, NixlBackend
+from conformance.targets import NIXL_CAPABILITIES
+from reference_backend.backend import NixlBackend
 
 
 class SizeBlindExistsBackend(NixlBackend):
@@ -20,4 +21,4 @@ def _factory(config: HiCacheStorageConfig, storage_dir: Path) -> SizeBlindExists
     return SizeBlindExistsBackend(config, storage_dir)
 
 
-SPEC = BackendSpec("broken-size-blind-exists", _factory, CAPABILITIES)
+SPEC = BackendSpec("broken-size-blind-exists", _factory, NIXL_CAPABILITIES)

@@ -11,7 +11,8 @@ from typing import Any
 
 from conformance.capabilities import BackendSpec
 from conformance.interface import HiCacheStorageConfig
-from reference_backend.backend import CAPABILITIES, NixlBackend
+from conformance.targets import NIXL_CAPABILITIES
+from reference_backend.backend import NixlBackend
 
 
 class StaleIndexBackend(NixlBackend):
@@ -33,4 +34,4 @@ class StaleIndexBackend(NixlBackend):
         log.refresh = refresh_once  # type: ignore[method-assign]
 
 
-SPEC = BackendSpec("broken-stale-index", StaleIndexBackend, CAPABILITIES)
+SPEC = BackendSpec("broken-stale-index", StaleIndexBackend, NIXL_CAPABILITIES)

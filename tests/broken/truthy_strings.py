@@ -12,7 +12,8 @@ from typing import Any
 
 from conformance.capabilities import BackendSpec
 from conformance.interface import HiCacheStorageConfig
-from reference_backend.backend import CAPABILITIES, NixlBackend
+from conformance.targets import NIXL_CAPABILITIES
+from reference_backend.backend import NixlBackend
 
 
 class TruthyStringsBackend(NixlBackend):
@@ -27,4 +28,4 @@ class TruthyStringsBackend(NixlBackend):
         super().__init__(replace(storage_config, extra_config=extra), location)
 
 
-SPEC = BackendSpec("broken-truthy-strings", TruthyStringsBackend, CAPABILITIES)
+SPEC = BackendSpec("broken-truthy-strings", TruthyStringsBackend, NIXL_CAPABILITIES)

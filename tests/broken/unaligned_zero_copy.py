@@ -7,7 +7,8 @@ from typing import Any
 
 from conformance.capabilities import BackendSpec
 from conformance.interface import HiCacheStorageConfig
-from reference_backend.backend import CAPABILITIES, NixlBackend
+from conformance.targets import NIXL_CAPABILITIES
+from reference_backend.backend import NixlBackend
 
 
 class UnalignedZeroCopyBackend(NixlBackend):
@@ -19,4 +20,4 @@ def _factory(config: HiCacheStorageConfig, storage_dir: Path) -> UnalignedZeroCo
     return UnalignedZeroCopyBackend(config, storage_dir)
 
 
-SPEC = BackendSpec("broken-unaligned-zero-copy", _factory, CAPABILITIES)
+SPEC = BackendSpec("broken-unaligned-zero-copy", _factory, NIXL_CAPABILITIES)

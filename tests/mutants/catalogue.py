@@ -23,7 +23,8 @@ from conformance.interface import (
     PoolTransfer,
     PoolTransferResult,
 )
-from reference_backend.backend import CAPABILITIES, NixlBackend, _Item, _Lane
+from conformance.targets import NIXL_CAPABILITIES
+from reference_backend.backend import NixlBackend, _Item, _Lane
 from reference_backend.naming import scope_for
 from reference_backend.record import UNIT
 from tests.broken import (
@@ -40,7 +41,7 @@ def _spec(cls: type[NixlBackend]) -> BackendSpec:
     def factory(config: HiCacheStorageConfig, storage_dir: Path) -> NixlBackend:
         return cls(config, storage_dir)
 
-    return BackendSpec(f"mutant-{cls.__name__}", factory, CAPABILITIES)
+    return BackendSpec(f"mutant-{cls.__name__}", factory, NIXL_CAPABILITIES)
 
 
 class StagingInPoolDtype(NixlBackend):

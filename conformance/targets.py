@@ -1,0 +1,96 @@
+"""The reference backend's two targets as the suite certifies them: their claims and factories.
+
+The backend ships no certification glue: what it claims, how the suite builds it on a storage
+folder, and the S3 server and test credentials its object-store target meets under test live here.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from conformance.capabilities import SIDE_POOLS, BackendSpec, Capabilities
+from conformance.interface import HiCacheStorageConfig, PoolHitPolicy
+from conformance.s3server import BUCKET_ENV, DEFAULT_BUCKET, DEFAULTS, ENDPOINT_ENV, ensure_endpoint
+from reference_backend import __version__
+from reference_backend.backend import NixlBackend
+from reference_backend.obj import NixlObjBackend
+
+
+def nixl_factory(config: HiCacheStorageConfig, storage_dir: Path) -> NixlBackend:
+    """The file target on the suite's storage folder."""
+    return NixlBackend(config, storage_dir)
+
+
+def nixl_obj_factory(config: HiCacheStorageConfig, storage_dir: Path) -> NixlObjBackend:
+    """The object-store target: endpoint, bucket and credentials from the environment (see
+    :mod:`conformance.s3server`), unless the config names its own."""
+    extra = dict(config.extra_config or {})
+    if "plugin" not in extra and "endpoint_override" not in extra:
+        extra.setdefault("bucket", os.environ.get(BUCKET_ENV, DEFAULT_BUCKET))
+        extra.setdefault("endpoint_override", os.environ[ENDPOINT_ENV])
+        extra.setdefault("access_key", os.environ.get("AWS_ACCESS_KEY_ID", DEFAULTS["AWS_ACCESS_KEY_ID"]))
+        extra.setdefault(
+            "secret_key", os.environ.get("AWS_SECRET_ACCESS_KEY", DEFAULTS["AWS_SECRET_ACCESS_KEY"])
+        )
+        extra.setdefault("region", os.environ.get("AWS_REGION", DEFAULTS["AWS_REGION"]))
+    return NixlObjBackend(replace(config, extra_config=extra), storage_dir)
+
+
+NIXL_CAPABILITIES = Capabilities(
+    v1_kv=True,
+    kv_through_v2=True,
+    side_pools=SIDE_POOLS,
+    hit_policies=frozenset(PoolHitPolicy),
+    persistence=True,
+    concurrent=True,
+    multiprocess=True,
+    stores_files=True,
+    detects_corruption=True,
+    reports_transfer_mode=True,
+    enumerates_objects=True,
+    decode_context_parallel=True,
+    bounded_capacity="max_size",  # issue 18: reference_backend/capacity.py
+    eviction_pin_seconds=30.0,
+    shares_folder=True,
+    io_modes={
+        "buffered": {"use_direct_io": False},
+        "direct": {"use_direct_io": True},
+        "direct-uring": {"use_direct_io": True, "queue": "uring"},
+    },
+    direct_io_modes=frozenset({"direct", "direct-uring"}),
+    config_spellings={  # upstream HiCacheNixl's nested plugin form, flags as JSON strings
+        "buffered": ({"use_direct_io": "false", "plugin": {"posix": {"active": "true"}}},),
+        "direct": ({"use_direct_io": "true", "plugin": {"posix": {"active": True}}},),
+        "direct-uring": (
+            {"use_direct_io": "true", "plugin": {"posix": {"active": "true", "use_uring": "true"}}},
+            {"use_direct_io": True, "use_uring": "true"},
+        ),
+    },
+    refused_configs=(
+        {"plugin": {"gds": {"active": True}}},
+        {"plugin": {"posix": {"active": "maybe"}}},
+        {"queue": "spdk"},
+        {"use_direct_io": True, "use_uring": "sometimes"},
+    ),
+)
+
+NIXL_OBJ_CAPABILITIES = replace(
+    NIXL_CAPABILITIES,
+    stores_files=False,
+    detects_corruption=False,
+    reports_transfer_mode=False,
+    io_modes={"default": {}},
+    direct_io_modes=frozenset(),
+    config_spellings={},
+    refused_configs=(),
+    bounded_capacity="",  # a bucket has no budget of ours, nor pins (issue 18)
+    eviction_pin_seconds=0.0,
+)
+"""The file target's claims, less what a bucket cannot give the suite: files to damage, O_DIRECT."""
+
+NIXL = BackendSpec("nixl", nixl_factory, NIXL_CAPABILITIES, version=__version__)
+NIXL_OBJ = BackendSpec(
+    "nixl-obj", nixl_obj_factory, NIXL_OBJ_CAPABILITIES, version=__version__, session=ensure_endpoint
+)

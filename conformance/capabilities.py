@@ -8,7 +8,7 @@ lacks as its reason, and the run ends with a list of every such skip.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import MISSING, dataclass, field, fields
 from enum import Enum
@@ -253,3 +253,15 @@ class BackendSpec:
             if key in self.intermittent_defects:
                 return self.intermittent_defects[key], False
         return None
+
+    def unmatched_defects(self, test_ids: Iterable[str]) -> list[str]:
+        """Declared defect keys that cover none of ``test_ids``, or name an I/O mode this backend
+        does not declare: a key that can never apply is a stale claim, reported, not ignored."""
+        ids = set(test_ids)
+        covered = ids | {t.split("[", 1)[0] + "[*]" for t in ids}
+        stale = []
+        for key in [*self.known_defects, *self.intermittent_defects]:
+            name, _, mode = key.partition("@")
+            if name not in covered or (mode and mode not in self.capabilities.io_modes):
+                stale.append(key)
+        return sorted(stale)

@@ -44,6 +44,8 @@ def claims_by_property() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
                 if isinstance(deco, ast.Call) and getattr(deco.func, "attr", "") == "hicache_requires":
                     for claim in _string_args(deco):
                         needs[claim].add(name)
+                    if any(k.arg == "layout" for k in deco.keywords):
+                        needs["layouts"].add(name)
             for inner in ast.walk(node):
                 if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
                     if inner.func.attr == "require":

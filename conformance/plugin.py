@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from conformance.capabilities import BackendSpec
+    from conformance.capabilities import BackendSpec, Capabilities
     from conformance.report import CertReport, PropertyResult
     from conformance.rig import Target
 
@@ -75,7 +75,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "hicache_requires(*claims, reason=''): the property needs these Capabilities fields; "
+        "hicache_requires(*claims, layout='', reason=''): the property needs these Capabilities fields "
+        "(and this host-pool layout); "
         "skipped, with the claim as reason, where the backend under test does not declare one",
     )
     name = config.getoption("backend")
@@ -237,14 +238,26 @@ def _selected_by(item: pytest.Item, narrowed: list[tuple[Path, str]]) -> bool:
 
 
 def requirements(item: pytest.Item) -> tuple[list[str], str]:
-    """The capability fields a property's ``hicache_requires`` markers name, and their reason."""
+    """What a property's ``hicache_requires`` markers declare, and their reason: capability fields,
+    and ``layout X`` for a host-pool layout the backend must list in ``layouts``."""
     claims: list[str] = []
     reasons = []
     for mark in item.iter_markers("hicache_requires"):
         claims += [c for c in mark.args if c not in claims]
+        if mark.kwargs.get("layout"):
+            claims.append(f"layout {mark.kwargs['layout']}")
         if mark.kwargs.get("reason"):
             reasons.append(str(mark.kwargs["reason"]))
     return claims, "; ".join(reasons)
+
+
+def unmet(claims: list[str], caps: Capabilities) -> list[str]:
+    """The declared requirements ``caps`` does not meet."""
+    return [
+        c
+        for c in claims
+        if (c.split(" ", 1)[1] not in caps.layouts if c.startswith("layout ") else not getattr(caps, c))
+    ]
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -269,10 +282,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if pid is None:
             continue
         claims, why = requirements(item)
-        unknown = [c for c in claims if c not in fields]
+        unknown = [c for c in claims if c not in fields and not c.startswith("layout ")]
         if unknown:
             raise pytest.UsageError(f"{pid}: hicache_requires names no capability field: {unknown}")
-        missing = [c for c in claims if not getattr(caps, c)]
+        missing = unmet(claims, caps)
         if missing:
             reason = f"backend {run.spec.name!r} does not declare {', '.join(missing)}"
             item.add_marker(pytest.mark.skip(reason=reason + (f": {why}" if why else "")))
@@ -518,6 +531,7 @@ class CertCollector:
             suite=list(self.run.suite),
             other_tests=self.run.other_tests,
             properties=list(self.by_id.values()),
+            unmatched_known_defects=spec.unmatched_defects(pid.split("::", 1)[1] for pid in self.run.suite),
         )
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -540,4 +554,6 @@ class CertCollector:
             tr.line(f"skipped properties ({len(skips)}), not certified:")
             for p in skips:
                 tr.line(f"  SKIP {p.property}: {p.reason}")
+        for key in cert.unmatched_known_defects:
+            tr.line(f"warning: known-defect key {key!r} matches no suite property")
         tr.line(f"verdict: {verdict['verdict']}" + (f" ({verdict['why']})" if "why" in verdict else ""))

@@ -74,6 +74,8 @@ class CertReport:
     suite: list[str] = field(default_factory=list)
     other_tests: int = 0
     properties: list[PropertyResult] = field(default_factory=list)
+    unmatched_known_defects: list[str] = field(default_factory=list)
+    """Known-defect keys the backend declares that cover no suite property (stale claims)."""
 
     def ordered(self) -> list[PropertyResult]:
         """Every property of the suite, ran or not, in id order (stable from run to run)."""
@@ -150,6 +152,9 @@ class CertReport:
                 lines += ["```", p.message.strip() or "(none)", "```"]
                 if p.example:
                     lines += ["", "Minimal example:", "", "```", p.example.strip(), "```"]
+        if self.unmatched_known_defects:
+            lines += ["", "## Warning: known-defect keys that match no suite property", ""]
+            lines += [f"- `{k}`" for k in self.unmatched_known_defects]
         if verdict.get("known_defects"):
             lines += ["", "## Known defects (expected failures)", ""]
             lines += [f"- `{n}`" for n in verdict["known_defects"]]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -51,8 +52,20 @@ def test_a_defect_declared_for_another_mode_does_not_excuse_this_one(pytester: p
 
 
 def test_patterns_other_than_a_trailing_parameter_wildcard_match_nothing(pytester: pytest.Pytester) -> None:
-    result, _ = _run(pytester, "GLOB")
+    result, report = _run(pytester, "GLOB")
     result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["warning: known-defect key 'test_batch_exists_v2_*[*]' matches no suite property"]
+    )
+    assert report["unmatched_known_defects"] == ["test_batch_exists_v2_*[*]"]
+
+
+def test_only_keys_that_can_never_apply_are_reported_as_unmatched() -> None:
+    from conformance.memory_backend import SPEC
+
+    ids = ["test_a[x-1]", "test_b"]
+    spec = replace(SPEC, known_defects={"test_a[*]": "", "test_b": "", "test_b@nomode": "", "test_c[*]": ""})
+    assert spec.unmatched_defects(ids) == ["test_b@nomode", "test_c[*]"]
 
 
 def test_an_intermittent_defect_that_did_not_show_leaves_the_run_green(pytester: pytest.Pytester) -> None:

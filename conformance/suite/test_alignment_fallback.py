@@ -75,13 +75,13 @@ def test_every_stride_and_base_alignment_round_trips_in_every_io_mode(
                 rig.expect(name, page, payload, mode)
 
 
+@pytest.mark.hicache_requires("reports_transfer_mode")
 @pytest.mark.parametrize("stride", list(STRIDES))
 @pytest.mark.parametrize("misalign", [0, MISALIGNMENT], ids=["aligned-base", "misaligned-base"])
 def test_aligned_pools_move_in_place_and_misaligned_pools_are_staged_under_o_direct(
     hicache_target: Target, stride: str, misalign: int
 ) -> None:
     """Aligned pools take zero-copy in every mode; misaligned ones never do with O_DIRECT."""
-    hicache_target.require("reports_transfer_mode")
     geometry = load_geometry("adversarial")
     for mode in _modes(hicache_target):
         moded = hicache_target.with_mode(mode)

@@ -32,6 +32,7 @@ def _round_trip(rig: Rig, name: PoolName, src: list[int], dst: list[int], seed: 
         rig.expect(name, page, written[i], f"key {keys[i]!r}")
 
 
+@pytest.mark.hicache_requires("v1_kv")
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
 @given(
     seed=payload_seeds,
@@ -52,7 +53,6 @@ def test_kv_pages_round_trip_byte_for_byte_through_v1(
     data: st.DataObject,
 ) -> None:
     """KV pages stored with batch_set_v1 read back bit-identical, into other slots too."""
-    hicache_target.require("v1_kv")
     hicache_target.require_layout(layout)
     dst = data.draw(st.permutations(range(PAGES)).map(lambda p: p[: len(pages)]), label="dst")
     with (
@@ -62,6 +62,7 @@ def test_kv_pages_round_trip_byte_for_byte_through_v1(
         _round_trip(rig, PoolName.KV, pages, dst, seed, stride)
 
 
+@pytest.mark.hicache_requires("kv_through_v2")
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
 @given(
     seed=payload_seeds, stride=pattern_strides, layout=kv_layouts, misalign=misaligns, pages=page_lists(PAGES)
@@ -76,7 +77,6 @@ def test_kv_pages_round_trip_byte_for_byte_through_v2(
     pages: list[int],
 ) -> None:
     """KV pages moved as a v2 PoolTransfer read back bit-identical (upstream NIXL returns False)."""
-    hicache_target.require("kv_through_v2")
     hicache_target.require_layout(layout)
     with (
         hicache_target.storage() as storage,

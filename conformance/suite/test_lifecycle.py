@@ -83,7 +83,7 @@ def _reformatted(geometry: ModelGeometry, change: str) -> tuple[ModelGeometry, s
     return replace(geometry, pools=pools), layout
 
 
-@pytest.mark.hicache_requires("persistence")
+@pytest.mark.hicache_requires("persistence", layout="layer_first")
 @pytest.mark.parametrize("change", ["kv_dtype", "page_size", "layout"])
 @FEW
 @given(seed=payload_seeds)
@@ -93,7 +93,6 @@ def test_a_restart_in_another_format_never_serves_old_entries_as_the_new_one(
     """Restarted with another KV dtype, page size or layout, old KV pages never read back reinterpreted."""
     target = hicache_target
     geometry = load_geometry(FAMILY)
-    target.require_layout("layer_first")
     keys = [f"fmt-{i}" for i in range(PAGES)]
     with target.storage() as storage:
         with Rig(target, geometry, storage, page_num=PAGES) as first:

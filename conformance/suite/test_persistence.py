@@ -14,13 +14,13 @@ from conformance.suite._common import HYBRID, ids
 PAGES = 4
 
 
+@pytest.mark.hicache_requires("persistence")
 @pytest.mark.parametrize("geometry", HYBRID, ids=ids(HYBRID))
 @given(seed=payload_seeds)
 def test_a_restarted_backend_reads_back_what_it_stored(
     hicache_target: Target, geometry: ModelGeometry, seed: int
 ) -> None:
     """Close, reopen on the same folder: exists counts the same and every page reads back exact."""
-    hicache_target.require("persistence")
     keys = [f"persist-{i}" for i in range(PAGES)]
     with hicache_target.storage() as storage:
         with Rig(hicache_target, geometry, storage, page_num=PAGES) as first:

@@ -64,11 +64,14 @@ def one_line(row: dict[str, Any]) -> str:
     """A progress line for the console."""
     parts = [f"{row['workload']} {mode_name(row)} {row['op']} x{row['batch']}:"]
     parts.append(f"ours/limit {_iv(ratio(row, 'limit', 'ours'))}")
+    if "ours-nosum" in row["times"]:
+        parts.append(f"(checksum off {_iv(ratio(row, 'limit', 'ours-nosum'))})")
     if "hicache-nixl" in row["times"]:
         parts.append(f"vs HiCacheNixl {_iv(ratio(row, 'hicache-nixl', 'ours'), suffix='x')}")
     if row["batch"] == 1:
         parts.append(f"overhead {_iv(overhead_us(row), '{:.0f}', ' us')}")
     parts.extend(f"({who}: {why})" for who, why in row.get("refused", {}).items())
+    parts.append(f"[{row.get('seconds', '?')} s]")
     return " ".join(parts)
 
 
@@ -93,6 +96,9 @@ def environment(env: dict[str, Any]) -> list[str]:
         f" SGLang {env['sglang']}",
         f"- commit {env['commit']}, {env['date']}, {env['seconds']} s;"
         f" load average before {load[0]}, after {load[1]}",
+        f"- one core copies memory at {env['memcpy_gbps']} GB/s and runs XXH3 at {env['xxh3_gbps']} GB/s:"
+        f" a warm read that checks every byte after it lands is bounded at ours/limit ≤"
+        f" {1 / (1 + env['memcpy_gbps'] / env['xxh3_gbps']):.2f}",
     ]
 
 

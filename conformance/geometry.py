@@ -13,6 +13,7 @@ from typing import Any
 import hicache_fixtures
 import torch
 
+from conformance.capabilities import KV_LAYOUTS
 from conformance.hostpools import (
     DeepSeekV4PagedHostPool,
     DSAIndexerHostPool,
@@ -26,7 +27,6 @@ from conformance.hostpools import (
 from conformance.interface import PoolHitPolicy, PoolName, PoolTransfer
 from conformance.upstream.loader import UpstreamUnavailable, sglang
 
-KV_LAYOUTS = ("layer_first", "page_first", "page_first_direct")
 PAGE_FIRST_LAYOUTS = ("page_first", "page_first_direct")
 ANY_LAYOUT_KINDS = frozenset({"mha", "mla", "dsa_indexer", "dsv4_paged", "dsv4_state", "logical_anchor"})
 """Kinds whose SGLang host pool takes every layout; Mamba (and the generic double) are page-first

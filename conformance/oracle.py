@@ -49,7 +49,10 @@ def _restorable(transfer: PoolTransfer, keys: Sequence[str], kv_pages: int, pres
 def block_group_pages(transfer: PoolTransfer, present: Presence) -> int:
     """FULL pages covered by the pool's leading complete key groups."""
     if transfer.group_pages <= 0 or transfer.block_pages <= 0:
-        raise ValueError("BLOCK_GROUPS needs positive group_pages and block_pages")
+        raise ValueError(
+            "BLOCK_GROUPS needs positive group_pages and block_pages, "
+            f"not {transfer.group_pages} and {transfer.block_pages}"
+        )
     own = list(transfer.keys or [])
     name = str(transfer.name)
     groups = 0

@@ -594,7 +594,10 @@ class NixlBackend:
 
     def _block_groups(self, t: PoolTransfer) -> int:
         if t.group_pages <= 0 or t.block_pages <= 0:
-            return 0
+            raise ValueError(
+                "BLOCK_GROUPS needs positive group_pages and block_pages, "
+                f"not {t.group_pages} and {t.block_pages}"
+            )
         own = list(t.keys or [])
         present = self._present(str(t.name), own)
         groups = 0

@@ -40,7 +40,7 @@ _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off")
 
 
-def _flag(value: Any, name: str) -> bool:
+def flag(value: Any, name: str) -> bool:
     """A boolean setting as JSON gives it (``true``) or as users write it (``"true"``); anything
     else is refused, so that a typo never selects a mode silently."""
     if isinstance(value, bool):
@@ -75,7 +75,7 @@ class BackendConfig:
         params: dict[str, Any] = {}
         if isinstance(plugin, dict):
             active = [
-                k for k, v in plugin.items() if _flag(dict(v).get("active", False), f"plugin.{k}.active")
+                k for k, v in plugin.items() if flag(dict(v).get("active", False), f"plugin.{k}.active")
             ]
             if active and active[0].lower() != "posix":
                 raise ValueError(f"only the POSIX plugin is supported, not {active[0]!r}")
@@ -83,7 +83,7 @@ class BackendConfig:
         else:
             params = {k: v for k, v in extra.items() if k not in _OUR_KEYS | _CAPACITY_KEYS}
         queue = str(
-            extra.get("queue", "uring" if _flag(params.get("use_uring", False), "use_uring") else "aio")
+            extra.get("queue", "uring" if flag(params.get("use_uring", False), "use_uring") else "aio")
         )
         if queue not in QUEUES:
             raise ValueError(f"queue must be one of {sorted(QUEUES)}, not {queue!r}")
@@ -97,15 +97,15 @@ class BackendConfig:
         )
         return cls(
             storage_dir=Path(folder),
-            direct_io=_flag(extra.get("use_direct_io", False), "use_direct_io"),
+            direct_io=flag(extra.get("use_direct_io", False), "use_direct_io"),
             queue=queue,
-            fsync=_flag(extra.get("fsync", False), "fsync"),
-            verify=_flag(extra.get("verify", True), "verify"),
+            fsync=flag(extra.get("fsync", False), "fsync"),
+            verify=flag(extra.get("verify", True), "verify"),
             segment_bytes=int(extra.get("segment_mib", 1024)) << 20,
             budget=Budget.from_extra(
                 {
                     **extra,
-                    "l3_cleaner_enabled": _flag(extra.get("l3_cleaner_enabled", True), "l3_cleaner_enabled"),
+                    "l3_cleaner_enabled": flag(extra.get("l3_cleaner_enabled", True), "l3_cleaner_enabled"),
                 },
                 folder,
             ),

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from reference_backend.backend import NixlBackend, _by_pool, _Item, _Lane
+from reference_backend.config import flag
 from reference_backend.interface import HiCacheStorageConfig
 from reference_backend.record import UNIT, checksum_of
 
@@ -84,7 +85,7 @@ class ObjConfig:
         if not prefix:  # one prefix per storage location, the same in every process
             where = str(Path(location).resolve()) if location is not None else "default"
             prefix = "hicache/" + hashlib.sha256(where.encode()).hexdigest()[:16]
-        verify = str(extra.get("verify", True)).strip().lower() not in ("0", "false", "no", "off")
+        verify = flag(extra.get("verify", True), "verify")
         return cls(tuple(sorted(params.items())), prefix.rstrip("/"), verify)
 
     def client(self) -> Any:

@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from conformance.hostpools import MISALIGNMENT, MHAHostPool, MultiRegionHostPool
-from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
+from conformance.interface import HiCacheStorageConfig, PoolHitPolicy, PoolName, PoolTransfer
+from conformance.oracle import expected_exists_v2
 from reference_backend.backend import NixlBackend
 from reference_backend.config import BackendConfig
 from reference_backend.log import FOLDER, HAS_SUM, SUFFIX, Entry, commit_size, encode_commit, segment_id
@@ -347,3 +348,20 @@ def test_sglangs_dynamic_loader_kwargs_and_env_pick_the_folder(tmp_path: Path, m
 def test_only_the_posix_plugin_is_accepted(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="POSIX"):
         BackendConfig.from_extra({"plugin": {"gds": {"active": True}}}, tmp_path)
+
+
+@pytest.mark.parametrize("sizes", [(0, 4), (2, 0), (-1, 4)])
+def test_block_groups_without_positive_sizes_is_refused_as_the_oracle_refuses_it(make, sizes) -> None:
+    backend = make(swa=side_pool())
+    group_pages, block_pages = sizes
+    t = PoolTransfer(
+        PoolName.SWA,
+        keys=["a"],
+        hit_policy=PoolHitPolicy.BLOCK_GROUPS,
+        group_pages=group_pages,
+        block_pages=block_pages,
+    )
+    with pytest.raises(ValueError, match="BLOCK_GROUPS needs positive group_pages and block_pages"):
+        backend.batch_exists_v2(["a"], [t])
+    with pytest.raises(ValueError, match="BLOCK_GROUPS needs positive group_pages and block_pages"):
+        expected_exists_v2(["a"], [t], lambda pool, key: True)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from conformance.geometry import KV_LAYOUTS, ModelGeometry, all_geometries
+from conformance.capabilities import KV_LAYOUTS
+from conformance.geometry import ModelGeometry, all_geometries
 from conformance.hostpools import MISALIGNMENT
 from conformance.rig import Target
 from conformance.sharing import Shape, fit

@@ -183,9 +183,20 @@ def speeds(nbytes: int = 64 << 20) -> dict[str, float]:
     return {"memcpy_gbps": round(nbytes / copy / 1e9, 2), "xxh3_gbps": round(nbytes / hashed / 1e9, 2)}
 
 
+def file_system(path: Path) -> str:
+    """The type and device of the mount that holds ``path`` (from /proc/mounts)."""
+    target = str(path.resolve())
+    best = ("", "?", "?")
+    for line in Path("/proc/mounts").read_text().splitlines():
+        device, mount, kind = line.split()[:3]
+        if (target == mount or target.startswith(mount.rstrip("/") + "/")) and len(mount) >= len(best[0]):
+            best = (mount, kind, device)
+    return f"{best[1]} ({best[2]} on {best[0]})"
+
+
 def environment(root: Path) -> dict[str, Any]:
     """What the figures depend on: NIXL, the file system, the machine, and how busy it was."""
-    fs = subprocess.run(["stat", "-f", "-c", "%T", str(root)], capture_output=True, text=True).stdout.strip()
+    fs = file_system(root)
     cpu = next(
         (
             line.split(":", 1)[1].strip()
@@ -210,7 +221,7 @@ def environment(root: Path) -> dict[str, Any]:
         "sglang": importlib.metadata.version("sglang") if upstream_available() else None,
         "commit": commit,
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "load_before": os.getloadavg(),
+        "load_before": [round(x, 1) for x in os.getloadavg()],
         **speeds(),
     }
 
@@ -231,7 +242,7 @@ def run(plan: Plan, root: Path) -> dict[str, Any]:
             row = measure_mixed(workloads[name], mode, queue, batch, plan.rounds_mixed, root)
             mixes.append(row)
             print(report.one_line_mixed(row), flush=True)
-    env["load_after"] = os.getloadavg()
+    env["load_after"] = [round(x, 1) for x in os.getloadavg()]
     env["seconds"] = round(time.perf_counter() - started, 1)
     return {
         "environment": env,

@@ -139,6 +139,24 @@ class Capabilities:
         "backends only: the suite then draws DCP ranks, each DCP shard one entry shared across DCP "
         "groups; undeclared, ranks are drawn without DCP.",
     )
+    bounded_capacity: str = _claim(
+        "",
+        "the `extra_config` key that bounds the bytes a deployment stores (e.g. `max_size`, in bytes): "
+        "the suite sets small budgets through it and checks that the files stay within them in one "
+        "process and in two, that eviction takes whole entries (every pool, every rank) and leaves "
+        "exists and get agreeing, and that gets racing eviction are whole or False. Empty: no bound "
+        "is claimed (needs `stores_files`, where the bytes are measured).",
+    )
+    eviction_pin_seconds: float = _claim(
+        0.0,
+        "how long an entry `exists` reported stays readable whatever is written meanwhile, in any "
+        "process (a lease; needs `bounded_capacity`). 0: no pin is claimed.",
+    )
+    shares_folder: bool = _claim(
+        False,
+        "deployments of different models may share one storage folder: `clear()` in one, and its "
+        "eviction where `bounded_capacity` is claimed, never removes another's entries.",
+    )
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -146,6 +164,11 @@ class Capabilities:
             value = getattr(self, f.name)
             if f.type == "bool" and not isinstance(value, bool):
                 problems.append(f"{f.name} must be True or False, not {value!r}")
+        if not isinstance(self.bounded_capacity, str):
+            problems.append(f"bounded_capacity must name an extra_config key, not {self.bounded_capacity!r}")
+        pin = self.eviction_pin_seconds
+        if isinstance(pin, bool) or not isinstance(pin, (int, float)) or pin < 0:
+            problems.append(f"eviction_pin_seconds must be seconds (>= 0), not {pin!r}")
         self._check_members("side_pools", PoolName, problems)
         self._check_members("hit_policies", PoolHitPolicy, problems)
         if PoolName.KV in self.side_pools:

@@ -16,6 +16,7 @@ import signal
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from conformance.geometry import ModelGeometry, load_geometry
 from conformance.hostpools import HostPoolDouble
@@ -41,6 +42,8 @@ class Job:
     tp_size: int = 1
     file_size_limit: int | None = None
     as_nobody: bool = False
+    extra: dict[str, Any] | None = None
+    """Settings added to the mode's ``extra_config`` (a byte budget, for the capacity properties)."""
 
     def keys_of(self, round_: int) -> list[str]:
         """The keys round ``round_`` stores: the same every round, or new ones (``fresh_keys``)."""
@@ -83,9 +86,8 @@ def main(raw: str) -> int:
         os.setgid(NOBODY)
         os.setuid(NOBODY)
     spec = resolve_backend(job.backend)
-    target = Target(
-        spec, job.mode, Path(job.storage).parent, dict(spec.capabilities.io_modes[job.mode]), job.backend
-    )
+    extra = {**spec.capabilities.io_modes[job.mode], **(job.extra or {})}
+    target = Target(spec, job.mode, Path(job.storage).parent, extra, job.backend)
     geometry = load_geometry(job.family)
     with open_rig(target, geometry, Path(job.storage), job) as rig:
         pages = list(range(len(job.keys)))

@@ -142,6 +142,8 @@ class Family:
     """What the evictor knows of one entry: its bytes, when it was last written and used, its depth."""
 
     size: int = 0
+    reclaimable: int = 0
+    """Bytes of it in finished segments: what evicting it lets compaction free now."""
     written: int = 0
     used: int = 0
     depth: int = 0
@@ -276,19 +278,30 @@ class Capacity:
 
     def make_room(self, need: int) -> bool:
         """Under the tenant lock: evict and compact until ``need`` more bytes fit under the ceiling,
-        which keeps ``TOMB_ROOM`` below the limit for the tombstones eviction itself writes."""
+        which keeps ``TOMB_ROOM`` below the limit for the tombstones eviction itself writes.
+
+        Only families with records in finished segments are evicted: the bytes of segments still
+        being written cannot come back yet, so evicting what lies there frees nothing now."""
         ceiling = self.budget.ceiling - TOMB_ROOM
         total = self.stored()
         if total + need <= ceiling:
             return True
         goal = max(0, min(self.budget.floor, ceiling) - need)
         pinned = self.pins.pinned()
-        order = [f for f in eviction_order(self._families(), self.budget.policy) if f not in pinned]
+        finished = {segment for segment, _, _ in self.log.compactable()}
+        families = self._families(finished)
+        order = [f for f in eviction_order(families, self.budget.policy) if f not in pinned]
+        order = [f for f in order if families[f].reclaimable]
         while total > goal:
             segment = self._worth_compacting(total)
             if segment is None and order and total + TOMB_ROOM <= self.budget.limit:
-                doomed = self._doom(order, total - goal)
-                order = order[len(doomed) :]
+                doomed: list[bytes] = []
+                freed = 0
+                while order and freed < total - goal:
+                    doomed.append(order.pop(0))
+                    freed += families[doomed[-1]].reclaimable
+                if not self.log.tombstone(doomed):
+                    break
                 continue
             if segment is None or not self.log.compact(segment):
                 break
@@ -296,39 +309,26 @@ class Capacity:
             total = self.stored()
         return total + need <= ceiling
 
-    def _families(self) -> dict[bytes, Family]:
+    def _families(self, finished: set[Segment]) -> dict[bytes, Family]:
         families: dict[bytes, Family] = {}
         with self._uses_lock:
             uses = dict(self._uses)
         for digest, loc in self.log.live():
             family = families.setdefault(digest[:8], Family())
             family.size += loc.size
+            family.reclaimable += loc.size if loc.segment in finished else 0
             family.written = max(family.written, loc.seq)
             family.depth = max(family.depth, loc.depth)
         for key, family in families.items():
             family.used = max(family.written, uses.get(key, 0))
         return families
 
-    def _doom(self, order: list[bytes], shortfall: int) -> list[bytes]:
-        """Tombstone the first families of ``order`` whose bytes cover ``shortfall``."""
-        sizes: dict[bytes, int] = {}
-        for digest, loc in self.log.live():
-            sizes[digest[:8]] = sizes.get(digest[:8], 0) + loc.size
-        doomed, freed = [], 0
-        for family in order:
-            doomed.append(family)
-            freed += sizes.get(family, 0)
-            if freed >= shortfall:
-                break
-        self.log.tombstone(doomed)
-        return doomed
-
     def _worth_compacting(self, total: int) -> Segment | None:
-        """A finished segment to compact: wholly dead first, then mostly dead (more than half),
-        whose live records fit beside the store without passing the budget's limit."""
+        """A finished segment to compact: the one whose live records take least once moved, if
+        moving them frees at least half the segment and fits beside the store within the limit."""
         best = None
         for segment, size, live in self.log.compactable():
-            if live and (2 * live > size or total + live + self.log.reservation(live) > self.budget.limit):
+            if live and (2 * live > size or total + live > self.budget.limit):
                 continue
             if best is None or live < best[1]:
                 best = (segment, live)

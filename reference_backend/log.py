@@ -42,7 +42,7 @@ from reference_backend.record import BLOCK, UNIT, pad
 FOLDER = "segments"
 SUFFIX = ".seg"
 MAGIC = b"HCC2"
-VERSION = 2
+VERSION = 3
 HAS_SUM = 1
 DEAD = 2
 """An entry flag: a tombstone. Its digest's first 8 bytes name a family (every pool's and rank's
@@ -54,7 +54,7 @@ SEALED = 1
 # magic, version, flags, entry count, extent bytes (commit block included), sequence,
 # segment id (ties a commit to the file it was written for), CRC-32 of the block
 _HEAD = struct.Struct("<4sHHIQQQI")
-_ENTRY = struct.Struct("<16sQQIIQ")
+_ENTRY = struct.Struct("<16sQQIIQQ")
 
 
 class Entry(NamedTuple):
@@ -66,6 +66,9 @@ class Entry(NamedTuple):
     tag: int
     flags: int
     checksum: int
+    seq: int = 0
+    """The record's own sequence number where it differs from its commit's: a record compaction
+    moved keeps the one it was written with, so a newer version written meanwhile still wins."""
 
 
 def commit_size(count: int) -> int:
@@ -151,12 +154,13 @@ class Location(NamedTuple):
     def of(cls, segment: Segment, start: int, entry: Entry, seq: int) -> Location:
         checksum = entry.checksum if entry.flags & HAS_SUM else None
         depth = entry.flags >> DEPTH_SHIFT
-        return cls(segment, start + entry.offset, entry.size, seq, entry.tag, checksum, depth)
+        return cls(segment, start + entry.offset, entry.size, entry.seq or seq, entry.tag, checksum, depth)
 
     def entry(self, digest: bytes, offset: int) -> Entry:
-        """This record as a commit entry at ``offset`` of a new extent (compaction moves it there)."""
+        """This record as a commit entry at ``offset`` of a new extent (compaction moves it there),
+        keeping its sequence number."""
         flags = (HAS_SUM if self.checksum is not None else 0) | self.depth << DEPTH_SHIFT
-        return Entry(digest, offset, self.size, self.tag, flags, self.checksum or 0)
+        return Entry(digest, offset, self.size, self.tag, flags, self.checksum or 0, self.seq)
 
 
 class _Aligned:
@@ -390,7 +394,7 @@ class SegmentLog:
                 break
             for entry in entries:
                 if entry.flags & DEAD:
-                    self._bury_family(segment, entry.digest[:8], seq)
+                    self._bury_family(segment, entry.digest[:8], entry.seq or seq)
                 else:
                     self._place(entry.digest, Location.of(segment, at, entry, seq))
             at += extent
@@ -518,7 +522,8 @@ class SegmentLog:
         ones leave the index here, and our finished segments left with none are deleted."""
         with self._lock:
             self.refresh()
-            out, dead = [], []
+            out: list[tuple[bytes, Location]] = []
+            dead: list[tuple[bytes, Location]] = []
             for digest, loc in self._index.items():
                 (out if self._unless_evicted(digest, loc) is not None else dead).append((digest, loc))
             for digest, loc in dead:
@@ -532,13 +537,15 @@ class SegmentLog:
         self._dead[family] = max(seq, self._dead.get(family, -1))
         self._tombs.setdefault(segment, {})[family] = seq
 
-    def tombstone(self, families: Sequence[bytes], seq: int | None = None) -> bool:
-        """Evict ``families`` in every process: commits of tombstones, a block's worth each."""
+    def tombstone(self, families: Sequence[bytes], seqs: Sequence[int] | None = None) -> bool:
+        """Evict ``families`` in every process: commits of tombstones, a block's worth each.
+        ``seqs``: the tombstones' own sequence numbers, when compaction carries old ones forward."""
         per_block = (BLOCK - _HEAD.size) // _ENTRY.size
-        stamp = self._next_seq() if seq is None else seq
+        stamp = self._next_seq()
+        stamps = list(seqs) if seqs is not None else [stamp] * len(families)
         for lo in range(0, len(families), per_block):
-            chunk = families[lo : lo + per_block]
-            entries = [Entry(f + bytes(8), 0, 0, 0, DEAD, 0) for f in chunk]
+            chunk = list(zip(families[lo : lo + per_block], stamps[lo : lo + per_block]))
+            entries = [Entry(f + bytes(8), 0, 0, 0, DEAD, 0, s) for f, s in chunk]
             segment = self.reserve(BLOCK)
             if segment is None:
                 return False
@@ -547,8 +554,8 @@ class SegmentLog:
                 return False
             with self._lock:
                 segment.scanned = start + BLOCK
-                for family in chunk:
-                    self._bury_family(segment, family, stamp)
+                for family, seq in chunk:
+                    self._bury_family(segment, family, seq)
         return True
 
     def _finished(self, segment: Segment) -> bool:
@@ -566,10 +573,14 @@ class SegmentLog:
         return False
 
     def compactable(self) -> list[tuple[Segment, int, int]]:
-        """(segment, file bytes, live bytes) of every finished segment of the tenant."""
-        live: dict[Segment, int] = {}
+        """(segment, file bytes, bytes its live records take once moved) of every finished segment
+        of the tenant."""
+        counts: dict[Segment, list[int]] = {}
         for _, loc in self.live():
-            live[loc.segment] = live.get(loc.segment, 0) + loc.size
+            held = counts.setdefault(loc.segment, [0, 0])
+            held[0] += 1
+            held[1] += loc.size
+        live = {s: self.reservation(pad(commit_size(n) + size, BLOCK)) for s, (n, size) in counts.items()}
         with self._lock:
             out = []
             for segment in list(self._segments.values()):
@@ -581,20 +592,16 @@ class SegmentLog:
     def compact(self, segment: Segment) -> bool:
         """Copy ``segment``'s live records (and tombstones still needed) forward, then delete it."""
         moving = [(d, loc) for d, loc in self.live() if loc.segment is segment]
-        groups: dict[int, list[tuple[bytes, Location]]] = {}
-        for digest, loc in moving:
-            groups.setdefault(loc.seq, []).append((digest, loc))
-        for seq, group in sorted(groups.items()):
-            if not self._move(group, seq):
-                return False
+        if moving and not self._move(moving):
+            return False
         born = [int(s.name.split("-")[0]) for s in self._segments.values() if s is not segment]
-        needed: dict[int, list[bytes]] = {}
-        for family, seq in self._tombs.get(segment, {}).items():
-            if self._dead.get(family) == seq and any(b < seq for b in born):
-                needed.setdefault(seq, []).append(family)
-        for seq, families in sorted(needed.items()):
-            if not self.tombstone(families, seq):
-                return False
+        needed = [
+            (family, seq)
+            for family, seq in self._tombs.get(segment, {}).items()
+            if self._dead.get(family) == seq and any(b < seq for b in born)
+        ]
+        if needed and not self.tombstone([f for f, _ in needed], [s for _, s in needed]):
+            return False
         started = time.perf_counter()
         with self._lock:
             with contextlib.suppress(OSError):
@@ -606,9 +613,9 @@ class SegmentLog:
         self.last_swap = time.perf_counter() - started
         return True
 
-    def _move(self, group: list[tuple[bytes, Location]], seq: int) -> bool:
-        """One extent holding ``group``'s records, committed under their own sequence number, so a
-        newer version written meanwhile still wins."""
+    def _move(self, group: list[tuple[bytes, Location]]) -> bool:
+        """One extent holding ``group``'s records, each keeping its own sequence number, so a newer
+        version written meanwhile still wins."""
         head = commit_size(len(group))
         entries, at = [], head
         for digest, loc in group:
@@ -636,13 +643,13 @@ class SegmentLog:
         finally:
             with contextlib.suppress(BufferError):
                 buf.close()
-        if not self._put_block(segment, start, encode_commit(entries, extent, seq, segment.id)):
+        if not self._put_block(segment, start, encode_commit(entries, extent, self._next_seq(), segment.id)):
             return False
         started = time.perf_counter()
         with self._lock:
             segment.scanned = start + extent
             for entry in entries:
-                self._move_index(entry.digest, Location.of(segment, start, entry, seq))
+                self._move_index(entry.digest, Location.of(segment, start, entry, entry.seq))
         self.last_swap = max(self.last_swap, time.perf_counter() - started)
         return True
 

@@ -34,6 +34,7 @@ import numpy as np
 from reference_backend.backend import NixlBackend, _by_pool, _Item, _Lane
 from reference_backend.config import flag
 from reference_backend.interface import HiCacheStorageConfig
+from reference_backend.naming import tenant_name
 from reference_backend.record import UNIT, checksum_of
 
 MAGIC = b"HCO1"
@@ -123,13 +124,18 @@ class NixlObjBackend(NixlBackend):
         self.obj = ObjConfig.from_extra(storage_config.extra_config, location)
         self._setup(storage_config, self.obj.verify, "OBJ", dict(self.obj.params))
         self._s3: Any = None
+        self._tenant = tenant_name(
+            str((storage_config.extra_config or {}).get("tenant") or storage_config.model_name or "")
+        )
 
     def moves_in_place(self, host: Any) -> bool:
         """An object is one contiguous piece of memory: every page is staged."""
         return False
 
     def object_name(self, digest: bytes) -> str:
-        return f"{self.obj.prefix}/{digest.hex()}"
+        """Under the prefix, then the tenant (the model name, or ``tenant``), so that deployments
+        sharing a bucket and prefix clear only their own objects."""
+        return f"{self.obj.prefix}/{self._tenant}/{digest.hex()}"
 
     # -- the transfer ------------------------------------------------------------------------
 
@@ -217,28 +223,28 @@ class NixlObjBackend(NixlBackend):
             self._s3 = self.obj.client()
         return self._s3
 
-    def _names(self) -> list[str]:
+    def _names(self, under: str) -> list[str]:
         pages = self._client().get_paginator("list_objects_v2")
         return [
             o["Key"]
-            for page in pages.paginate(Bucket=self.obj.bucket, Prefix=self.obj.prefix + "/")
+            for page in pages.paginate(Bucket=self.obj.bucket, Prefix=under + "/")
             for o in page.get("Contents", [])
         ]
 
     def clear(self) -> bool:
-        """Delete every object under our prefix."""
-        names = self._names()
+        """Delete every object of this tenant under our prefix; other tenants' stay."""
+        names = self._names(f"{self.obj.prefix}/{self._tenant}")
         for lo in range(0, len(names), 1000):
             batch = [{"Key": n} for n in names[lo : lo + 1000]]
             self._client().delete_objects(Bucket=self.obj.bucket, Delete={"Objects": batch})
         return True
 
     def stored_object_count(self) -> int:
-        return len(self._names())
+        """Objects under our prefix, every tenant's."""
+        return len(self._names(self.obj.prefix))
 
     def _close_store(self) -> None:
         """Nothing to seal; drop the listing client."""
         with contextlib.suppress(Exception):
             if self._s3 is not None:
                 self._s3.close()
-

@@ -1,0 +1,373 @@
+"""A bounded L3: the budget holds, eviction keeps every answer true, and deployments stay apart.
+
+An L3 on a local disk fills up, so a backend that claims a budget (``bounded_capacity`` names the
+``extra_config`` key the suite sets it through) is driven past it with streams of fresh writes.
+The store must stay within the budget, measured as the bytes of the files under its folder, in
+one process and in two; what eviction leaves must still answer truthfully (exists never reports
+what get cannot return, a hole only shortens the hit, whole entries go together); a get racing
+eviction is whole or False; and a pinned entry stays. Backends that let deployments of different
+models share a folder (``shares_folder``) must keep ``clear()`` and eviction to their own entries.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conformance.geometry import ModelGeometry, load_geometry
+from conformance.interface import PoolName
+from conformance.oracle import check_exists_result, expected_exists_v2
+from conformance.rig import Rig, Target, byte_difference
+from conformance.sharing import Shape
+from conformance.strategies import payload_seeds, render_page
+from conformance.worker import Job
+
+FAMILY = "qwen3_next_hybrid"
+"""KV pages with Mamba state beside them: a hybrid prefix, whose entries must go whole."""
+PAGES = 8
+BUDGETS = st.sampled_from([256 << 10, 384 << 10, 512 << 10])
+"""Budgets of a few hundred KiB: room for tens of batches, so a short stream must evict."""
+FLOOD = 3
+"""A stream writes this many budgets' worth of fresh pages."""
+FEW = settings(max_examples=max(2, settings().max_examples // 4))
+ONE = settings(max_examples=max(1, settings().max_examples // 12))
+
+
+def bounded(target: Target, budget: int) -> Target:
+    """The target with the budget set through the key the backend declares."""
+    return replace(target, extra_config={**target.extra_config, target.caps.bounded_capacity: budget})
+
+
+def stored_bytes(storage: Path) -> int:
+    """Bytes of every regular file under the storage folder."""
+    total = 0
+    for folder, _, files in os.walk(storage):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:  # removed while we looked
+                continue
+    return total
+
+
+def page_bytes(rig: Rig) -> int:
+    """Payload bytes one key takes in every pool."""
+    return sum(pool.page_nbytes() for pool in rig.pools.values())
+
+
+def fill(rig: Rig, seed: int, round_: int, count: int = PAGES) -> dict[PoolName, list[bytes]]:
+    """Render a round's pages into every pool's first ``count`` host slots; the bytes they now hold."""
+    pages: dict[PoolName, list[bytes]] = {}
+    for name, pool in rig.pools.items():
+        pages[name] = []
+        for page in range(count):
+            rig.put(name, page, render_page(pool, seed, 3, salt=round_ * PAGES + page))
+            pages[name].append(rig.take(name, page))
+    return pages
+
+
+def store(rig: Rig, keys: list[str]) -> dict[PoolName, list[bool]]:
+    """Every pool's pages of ``keys`` from host slots 0..n, KV first as the controller backs up."""
+    return {name: rig.set(name, keys, range(len(keys))) for name in rig.pools}
+
+
+def readable(
+    rig: Rig, keys: list[str], want: dict[PoolName, list[bytes]] | None = None
+) -> dict[PoolName, list[bool]]:
+    """Which keys each pool reads back; with ``want``, every page read must be exactly those bytes."""
+    out = {}
+    for name in rig.pools:
+        rig.pool(name).fill(0)
+        got = rig.get(name, keys, range(len(keys)))
+        out[name] = got
+        for page, ok in enumerate(got):
+            if ok and want is not None:
+                problem = byte_difference(rig.take(name, page), want[name][page])
+                assert problem is None, f"{name} {keys[page]!r} read back True with other bytes: {problem}"
+    return out
+
+
+def flood(rig: Rig, budget: int, seed: int, tag: str) -> None:
+    """Fresh keys in every pool until ``FLOOD`` budgets' worth has been written (the same bytes
+    under every key: what is measured is space, and what is checked is older keys)."""
+    fill(rig, seed, 1000)
+    for round_ in range(-(-FLOOD * budget // (PAGES * page_bytes(rig)))):
+        store(rig, [f"{tag}-{round_}-{i}" for i in range(PAGES)])
+
+
+@pytest.mark.hicache_requires("bounded_capacity", "stores_files")
+@FEW
+@given(budget=BUDGETS, seed=payload_seeds, batch=st.integers(1, PAGES))
+def test_stored_bytes_stay_within_the_budget_under_a_stream_of_fresh_writes(
+    hicache_target: Target, budget: int, seed: int, batch: int
+) -> None:
+    """After every write of a long stream the folder holds at most the budget, and the newest
+    batch reads back whole: the store evicts, it does not just refuse."""
+    target = bounded(hicache_target, budget)
+    geometry = load_geometry(FAMILY)
+    with target.storage() as storage, Rig(target, geometry, storage, page_num=PAGES) as rig:
+        rounds = -(-FLOOD * budget // (batch * page_bytes(rig)))
+        worst, keys = 0, []
+        fill(rig, seed, 0, batch)
+        for round_ in range(rounds):
+            if round_ == rounds - 1:  # the last batch in bytes of its own
+                fill(rig, seed, 1, batch)
+            keys = [f"s{round_}-{i}" for i in range(batch)]
+            store(rig, keys)
+            worst = max(worst, stored_bytes(storage))
+            assert worst <= budget, f"{worst} bytes stored under a budget of {budget} (after write {round_})"
+        got = readable(rig, keys, fill(rig, seed, 1, batch))
+        assert all(all(flags) for flags in got.values()), f"the newest batch does not read back: {got}"
+
+
+@pytest.mark.hicache_requires("bounded_capacity", "stores_files", "persistence", "multiprocess")
+@ONE
+@given(budget=BUDGETS, seed=payload_seeds)
+def test_two_processes_writing_at_once_stay_within_one_budget(
+    hicache_target: Target, budget: int, seed: int
+) -> None:
+    """Two processes of one deployment streaming fresh writes into one folder share one budget."""
+    target = hicache_target
+    geometry = load_geometry(FAMILY)
+    with target.storage() as storage:
+        with Rig(bounded(target, budget), geometry, storage, page_num=PAGES) as probe:
+            rounds = -(-5 * budget // (4 * PAGES * page_bytes(probe)))  # 1.25 budgets each
+        jobs = [
+            Job(
+                target.ref,
+                target.mode,
+                str(storage),
+                FAMILY,
+                [f"p{w}-{i}" for i in range(PAGES)],
+                seed,
+                rounds=rounds,
+                fresh_keys=True,
+                extra={target.caps.bounded_capacity: budget},
+            )
+            for w in range(2)
+        ]
+        procs = [subprocess.Popen(j.argv(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) for j in jobs]
+        worst = 0
+        try:
+            while any(p.poll() is None for p in procs):
+                worst = max(worst, stored_bytes(storage))
+                time.sleep(0.01)
+        finally:
+            for proc in procs:
+                proc.wait(timeout=300)
+        worst = max(worst, stored_bytes(storage))
+        for proc in procs:
+            assert proc.returncode == 0, (
+                f"a writer failed: {proc.stderr.read().decode()[-2000:] if proc.stderr else ''}"
+            )
+        assert worst <= budget, f"two processes stored {worst} bytes under one budget of {budget}"
+
+
+def _presence(keys: list[str], have: dict[PoolName, list[bool]]) -> Callable[[str, str], bool]:
+    """The oracle's view: a pool holds a key exactly when the key read back from it."""
+    return lambda pool, key: have[PoolName(pool)][keys.index(key)]
+
+
+@pytest.mark.hicache_requires("bounded_capacity")
+@FEW
+@given(budget=BUDGETS, seed=payload_seeds, chains=st.integers(2, 6))
+def test_eviction_takes_whole_entries_and_leaves_exists_and_get_agreeing(
+    hicache_target: Target, budget: int, seed: int, chains: int
+) -> None:
+    """Two TP ranks write chains past the budget. Then every key is readable in every pool on both
+    ranks or in none, and each rank's exists (v1 and v2, every hit policy) is exactly what its
+    gets can restore: a hole only shortens the hit, an evicted side-pool page leaves the set."""
+    target = bounded(hicache_target, budget)
+    geometry = load_geometry(FAMILY)
+    with target.storage() as storage:
+        ranks = [
+            Rig(target, geometry, storage, page_num=PAGES, shape=Shape(tp_rank=r, tp_size=2)) for r in (0, 1)
+        ]
+        try:
+            rounds = -(-FLOOD * budget // (2 * PAGES * page_bytes(ranks[0])))
+            written: list[list[str]] = []
+            for rig in ranks:
+                fill(rig, seed, 0)
+            for round_ in range(max(rounds, chains)):
+                keys = [f"c{round_}-{i}" for i in range(PAGES)]
+                for rig in ranks:
+                    store(rig, keys)
+                written.append(keys)
+            seen = {
+                r: {c: readable(rig, keys) for c, keys in enumerate(written)} for r, rig in enumerate(ranks)
+            }
+            for c, keys in enumerate(written):
+                for i, key in enumerate(keys):
+                    where = {(r, str(n)) for r in seen for n, flags in seen[r][c].items() if flags[i]}
+                    every = {(r, str(n)) for r in seen for n in seen[r][c]}
+                    assert where in (set(), every), (
+                        f"{key!r} partly evicted: readable only at {sorted(where)}"
+                    )
+            for r, rig in enumerate(ranks):
+                for c, keys in enumerate(written):
+                    have = seen[r][c]
+                    transfers = [spec.exists_transfer(keys) for spec in target.queryable_pools(geometry)]
+                    expected = expected_exists_v2(keys, transfers, _presence(keys, have))
+                    if target.caps.v1_kv:
+                        run = rig.backend.batch_exists(keys)
+                        assert run == expected.kv_hit_pages, (
+                            f"rank {r}: batch_exists says {run} where gets restore {expected.kv_hit_pages}"
+                        )
+                    if transfers or target.caps.kv_through_v2:
+                        problems = check_exists_result(rig.backend.batch_exists_v2(keys, transfers), expected)
+                        assert not problems, f"rank {r}, chain {c}: " + "; ".join(problems)
+        finally:
+            for rig in ranks:
+                rig.close()
+
+
+@pytest.mark.hicache_requires("bounded_capacity")
+@FEW
+@given(budget=BUDGETS, seed=payload_seeds)
+def test_exists_then_eviction_then_get_is_false_or_the_stored_bytes(
+    hicache_target: Target, budget: int, seed: int
+) -> None:
+    """A get after exists and a flood that evicts returns False or the exact bytes, never an
+    exception, another entry's bytes or an old version."""
+    target = bounded(hicache_target, budget)
+    geometry = load_geometry(FAMILY)
+    keys = [f"e-{i}" for i in range(PAGES)]
+    with target.storage() as storage, Rig(target, geometry, storage, page_num=PAGES) as rig:
+        fill(rig, seed, 0)
+        store(rig, keys)
+        want = fill(rig, seed, 1)  # a second version: only it may read back
+        store(rig, keys)
+        if target.caps.v1_kv:
+            assert rig.backend.batch_exists(keys) == PAGES
+        flood(rig, budget, seed, "flood")
+        readable(rig, keys, want)
+
+
+@pytest.mark.hicache_requires("bounded_capacity", "eviction_pin_seconds")
+@FEW
+@given(budget=BUDGETS, seed=payload_seeds, hit=st.integers(1, PAGES))
+def test_an_entry_exists_reported_stays_readable_for_the_pin_length(
+    hicache_target: Target, budget: int, seed: int, hit: int
+) -> None:
+    """Entries exists has just reported survive another instance's flood inside the pin length."""
+    target = bounded(hicache_target, budget)
+    geometry = load_geometry(FAMILY)
+    keys = [f"pin-{i}" for i in range(PAGES)]
+    with target.storage() as storage, Rig(target, geometry, storage, page_num=PAGES) as rig:
+        want = fill(rig, seed, 0)
+        store(rig, keys)
+        started = time.monotonic()
+        asked = rig.backend.batch_exists(keys[:hit]) if target.caps.v1_kv else None
+        if asked is None:
+            asked = rig.backend.batch_exists_v2(keys[:hit], []).kv_hit_pages
+        assert asked == hit
+        with Rig(target, geometry, storage, page_num=PAGES) as other:
+            flood(other, budget, seed, "other")
+        if time.monotonic() - started >= target.caps.eviction_pin_seconds:
+            pytest.skip("the flood outlasted the pin; nothing to conclude")  # pragma: no cover
+        got = readable(rig, keys[:hit], want)
+        assert all(all(flags) for flags in got.values()), f"pinned entries evicted: {got}"
+
+
+@pytest.mark.hicache_requires("bounded_capacity", "concurrent")
+@FEW
+@given(budget=BUDGETS, seed=payload_seeds)
+def test_gets_racing_eviction_are_whole_or_false(hicache_target: Target, budget: int, seed: int) -> None:
+    """While one thread floods the store, gets of older keys on another are exact bytes or False."""
+    target = bounded(hicache_target, budget)
+    geometry = load_geometry(FAMILY)
+    keys = [f"r-{i}" for i in range(PAGES)]
+    with (
+        target.storage() as storage,
+        Rig(target, geometry, storage, page_num=PAGES) as reader,
+        Rig(target, geometry, storage, page_num=PAGES) as writer,
+    ):
+        want = fill(reader, seed, 0)
+        store(reader, keys)
+        failures: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                flood(writer, budget, seed, "race")
+            except BaseException as exc:  # reported by the main thread
+                failures.append(exc)
+
+        thread = threading.Thread(target=write)
+        thread.start()
+        while thread.is_alive():
+            readable(reader, keys, want)
+        thread.join()
+        assert not failures, f"the flooding writer failed: {failures[0]!r}"
+        readable(reader, keys, want)
+
+
+def _tenants(
+    target: Target, geometry: ModelGeometry, storage: Path, models: tuple[str, str]
+) -> tuple[Rig, Rig]:
+    return (
+        Rig(target, geometry, storage, page_num=PAGES, model_name=models[0]),
+        Rig(target, geometry, storage, page_num=PAGES, model_name=models[1]),
+    )
+
+
+TENANTS = st.sampled_from([("org/model-a", "org/model-b"), ("org/m", "org-m"), ("llama", "llama-70b")])
+
+
+@pytest.mark.hicache_requires("shares_folder")
+@FEW
+@given(models=TENANTS, seed=payload_seeds)
+def test_clear_in_one_deployment_never_removes_another_deployments_entries(
+    hicache_target: Target, models: tuple[str, str], seed: int
+) -> None:
+    """Two models share a folder and the same keys; ``clear()`` in one leaves the other whole."""
+    geometry = load_geometry(FAMILY)
+    keys = [f"t-{i}" for i in range(PAGES)]
+    with hicache_target.storage() as storage:
+        mine, theirs = _tenants(hicache_target, geometry, storage, models)
+        try:
+            fill(mine, seed, 0)
+            store(mine, keys)
+            want = fill(theirs, seed, 1)
+            store(theirs, keys)
+            mine.backend.clear()
+            got = readable(theirs, keys, want)
+            assert all(all(flags) for flags in got.values()), (
+                f"clear() in {models[0]!r} removed {models[1]!r}'s entries: {got}"
+            )
+        finally:
+            mine.close()
+            theirs.close()
+
+
+@pytest.mark.hicache_requires("shares_folder", "bounded_capacity")
+@FEW
+@given(models=TENANTS, budget=BUDGETS, seed=payload_seeds)
+def test_eviction_in_one_deployment_never_removes_another_deployments_entries(
+    hicache_target: Target, models: tuple[str, str], budget: int, seed: int
+) -> None:
+    """One model floods its budget; another model's entries in the same folder all stay."""
+    target = bounded(hicache_target, budget)
+    geometry = load_geometry(FAMILY)
+    keys = [f"t-{i}" for i in range(PAGES)]
+    with target.storage() as storage:
+        mine, theirs = _tenants(target, geometry, storage, models)
+        try:
+            want = fill(theirs, seed, 1)
+            store(theirs, keys)
+            flood(mine, budget, seed, "mine")
+            got = readable(theirs, keys, want)
+            assert all(all(flags) for flags in got.values()), (
+                f"eviction in {models[0]!r} removed {models[1]!r}'s entries: {got}"
+            )
+        finally:
+            mine.close()
+            theirs.close()

@@ -181,6 +181,7 @@ SHARED_CLAIMS = Capabilities(
     concurrent=True,
     multiprocess=True,
     stores_files=True,
+    shares_folder=True,  # every file name carries the model name, so deployments can share a folder
 )
 """What both backends do alike: one file per entry, every side pool, ALL and TRAILING only."""
 

@@ -28,7 +28,8 @@ def _run(
 
 
 def test_a_keyword_selection_is_a_partial_run_that_lists_what_did_not_run(pytester: pytest.Pytester) -> None:
-    result, report = _run(pytester, "memory", "-k", "exists or alignment")
+    keyword = "leading_run or pools_hit_policy or stride"
+    result, report = _run(pytester, "memory", "-k", keyword)
     outcomes = result.parseoutcomes()
     ran = [p for p in report["properties"] if p["outcome"] != "not run"]
     counted = Counter(p["outcome"] for p in ran)
@@ -37,7 +38,7 @@ def test_a_keyword_selection_is_a_partial_run_that_lists_what_did_not_run(pytest
     assert report["verdict"] == "partial run"
     assert len(report["not_run"]) == outcomes["deselected"] > 0
     assert len(report["not_run"]) + len(ran) == len(report["suite"]) == len(report["properties"])
-    assert report["selection"]["keyword"] == "exists or alignment"
+    assert report["selection"]["keyword"] == keyword
     assert report["capabilities"]["persistence"] is False
     assert {"python", "torch", "nixl", "os"} <= set(report["environment"])
     hypothesis_runs = [
@@ -45,7 +46,7 @@ def test_a_keyword_selection_is_a_partial_run_that_lists_what_did_not_run(pytest
     ]
     assert hypothesis_runs and all(p["examples"] > 0 for p in hypothesis_runs)
     assert isinstance(report["seed"], int) and report["seeds"] == {"main": report["seed"]}
-    assert report["date"].endswith("UTC") and "-k 'exists or alignment'" in report["command"]
+    assert report["date"].endswith("UTC") and f"-k '{keyword}'" in report["command"]
     assert report["hypothesis_profile"] == "hicache-default"
     assert f"--hypothesis-seed={report['seed']}" in report["rerun"]
     assert [p["property"] for p in report["properties"]] == sorted(
@@ -87,7 +88,7 @@ def test_the_users_own_tests_never_count_as_properties(pytester: pytest.Pytester
 
 
 def test_a_failing_backend_is_not_certified_and_each_failure_is_explained(pytester: pytest.Pytester) -> None:
-    result, report = _run(pytester, "tests.broken.partial_exists:SPEC", "-k", "exists")
+    result, report = _run(pytester, "tests.broken.partial_exists:SPEC", "-k", "leading_run")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     failed = [p for p in report["properties"] if p["outcome"] == "failed"]
     assert report["verdict"] == "not certified"
@@ -103,6 +104,7 @@ def test_a_failing_backend_is_not_certified_and_each_failure_is_explained(pytest
     assert "## Failing properties" in markdown and "Minimal example:" in markdown
 
 
+@pytest.mark.slow
 def test_a_backend_passing_the_whole_suite_is_certified(pytester: pytest.Pytester) -> None:
     """Every property ran and passed (memory skips what it does not claim: a subset)."""
     pytester.makeconftest(
@@ -143,12 +145,13 @@ def test_the_verdict_certifies_only_a_whole_clean_run() -> None:
 def test_junit_xml_records_every_property(pytester: pytest.Pytester) -> None:
     xml = pytester.path / "junit.xml"
     result = pytester.runpytest(
-        "--backend=memory", f"--junitxml={xml}", "-p", "no:cacheprovider", "-k", "exists"
+        "--backend=memory", f"--junitxml={xml}", "-p", "no:cacheprovider", "-k", "leading_run or hit_policy"
     )
     assert result.ret == pytest.ExitCode.OK
     assert xml.read_text().count("<testcase ") == result.parseoutcomes()["passed"]
 
 
+@pytest.mark.slow
 def test_the_rerun_command_reproduces_the_failing_set_under_xdist(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,6 +6,8 @@ import pytest
 
 from conformance.targets import NIXL_CAPABILITIES
 
+pytestmark = pytest.mark.slow  # the whole suite, once per I/O mode: minutes
+
 
 @pytest.mark.parametrize("mode", sorted(NIXL_CAPABILITIES.io_modes))
 def test_the_reference_backend_passes_the_whole_suite_with_nothing_skipped(

@@ -6,7 +6,7 @@ the ``nixl`` extra only, then SGLang 0.5.23 as CI installs it (``--no-deps``). S
 the S3 target and the SGLang entry import. Neither pytest, hypothesis nor the ``conformance``
 package may be installed by that, or imported by loading the backend.
 
-Building the environment takes minutes, so the test runs only with ``--fresh-env`` (CI does).
+Building the environment takes minutes, so the test is marked slow: ``-m slow`` runs it (CI does).
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def _run(*cmd: str | os.PathLike[str], cwd: Path | None = None) -> str:
     return done.stdout
 
 
-@pytest.mark.fresh_env
+@pytest.mark.slow
 def test_the_backend_installs_and_loads_without_the_suite(tmp_path: Path) -> None:
     source = tmp_path / "source"  # a copy, so that building the wheel writes nothing in the checkout
     listed = _run("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", cwd=ROOT)

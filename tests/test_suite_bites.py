@@ -171,6 +171,7 @@ def test_a_backend_with_one_defect_fails_the_property_that_guards_it(
     result.stdout.fnmatch_lines([f"*property: *{prop}*"])
 
 
+@pytest.mark.slow
 def test_the_memory_backend_passes_the_whole_suite(pytester: pytest.Pytester) -> None:
     """The model backend certifies clean, and the run lists every undeclared skip."""
     result = pytester.runpytest("--backend=memory", "-p", "no:cacheprovider")

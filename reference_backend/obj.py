@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from reference_backend.backend import NixlBackend, _by_pool, _Item, _Lane
+from reference_backend.backend import Item, Lane, NixlBackend, by_pool
 from reference_backend.config import flag
 from reference_backend.interface import HiCacheStorageConfig
 from reference_backend.naming import tenant_name
@@ -108,7 +108,7 @@ class ObjConfig:
         return dict(self.params).get("bucket") or os.environ["AWS_DEFAULT_BUCKET"]
 
 
-def header(item: _Item) -> bytes:
+def header(item: Item) -> bytes:
     layout = item.pool.layout
     flags = HAS_SUM if item.checksum is not None else 0
     head = _HEAD.pack(MAGIC, flags, item.digest, layout.tag, layout.size, item.checksum or 0)
@@ -139,11 +139,11 @@ class NixlObjBackend(NixlBackend):
 
     # -- the transfer ------------------------------------------------------------------------
 
-    def _descriptors(self, lane: _Lane, items: list[_Item], writing: bool) -> tuple[np.ndarray, np.ndarray]:
+    def descriptors(self, lane: Lane, items: list[Item], writing: bool) -> tuple[np.ndarray, np.ndarray]:
         """One whole object per item: its header, record and tail, back to back in the pool's staging."""
         dram: list[tuple[int, int, int]] = []
         obj: list[tuple[int, int, int]] = []
-        for group in _by_pool(items).values():
+        for group in by_pool(items).values():
             layout = group[0].pool.layout
             size = UNIT + layout.size + _TAIL.size
             self._prepare(lane, group, size, writing, lead=UNIT)
@@ -159,7 +159,7 @@ class NixlObjBackend(NixlBackend):
                 obj.append((0, size, item.fd))
         return np.array(dram, dtype=np.uint64), np.array(obj, dtype=np.uint64)
 
-    def _submit(self, lane: _Lane, op: str, items: list[_Item]) -> bool:
+    def _submit(self, lane: Lane, op: str, items: list[Item]) -> bool:
         """One NIXL transfer of every item's object, each object registered under its name for it."""
         agent = lane.agent
         for dev, item in enumerate(items):
@@ -170,10 +170,10 @@ class NixlObjBackend(NixlBackend):
         finally:
             agent.deregister_memory(names)
 
-    def _while_moving(self, op: str, items: list[_Item]) -> None:
+    def _while_moving(self, op: str, items: list[Item]) -> None:
         """Nothing: an object's checksum is in its header, computed before the PUT."""
 
-    def _opened(self, item: _Item) -> bool:
+    def _opened(self, item: Item) -> bool:
         """Check a fetched object's header: this entry, this geometry, and the promised checksum."""
         layout = item.pool.layout
         magic, flags, digest, tag, size, checksum = _HEAD.unpack(
@@ -188,15 +188,15 @@ class NixlObjBackend(NixlBackend):
 
     # -- set / get / exists --------------------------------------------------------------------
 
-    def _write(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
-        lane = self._lanes["WRITE"]
+    def _write(self, plans: list[list[Item] | None]) -> list[list[bool]]:
+        lane = self.lanes["WRITE"]
         items = [i for plan in plans if plan for i in plan]
         with lane.lock:
             stored = self._transfer(lane, "WRITE", items)
         return [[stored[id(i)] for i in plan] if plan is not None else [] for plan in plans]
 
-    def _read(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
-        lane = self._lanes["READ"]
+    def _read(self, plans: list[list[Item] | None]) -> list[list[bool]]:
+        lane = self.lanes["READ"]
         items = [i for plan in plans if plan for i in plan]
         with lane.lock:
             ok = self._transfer(lane, "READ", items, self._opened)
@@ -206,7 +206,7 @@ class NixlObjBackend(NixlBackend):
         """Whether each entry's object exists: a HEAD per object, on the read lane's agent."""
         if not digests:
             return []
-        lane = self._lanes["READ"]
+        lane = self.lanes["READ"]
         with lane.lock:
             try:
                 found = lane.agent.query_memory(

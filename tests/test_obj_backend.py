@@ -128,7 +128,7 @@ def test_entries_are_objects_under_the_prefix_and_clear_removes_only_those(make,
 def test_a_multi_pool_batch_is_one_transfer_of_many_objects(make) -> None:
     kv = kv_pool()
     backend = make(kv)
-    lane = backend._lanes["WRITE"]
+    lane = backend.lanes["WRITE"]
     calls = []
     real = lane.agent.initialize_xfer
 

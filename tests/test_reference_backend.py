@@ -94,7 +94,7 @@ def test_staging_buffers_are_raw_bytes_owned_by_one_pool_and_one_direction(make)
     ]
     assert all(all(v) for v in backend.batch_set_v2(transfers).values())
     assert all(all(v) for v in backend.batch_get_v2(transfers).values())
-    buffers = [buf for lane in backend._lanes.values() for buf, _ in lane.staging.values()]
+    buffers = [buf for lane in backend.lanes.values() for buf, _ in lane.staging.values()]
     assert len(buffers) == 6
     assert all(b.dtype is torch.uint8 for b in buffers)
     assert len({b.data_ptr() for b in buffers}) == 6
@@ -103,7 +103,7 @@ def test_staging_buffers_are_raw_bytes_owned_by_one_pool_and_one_direction(make)
 def test_a_multi_pool_batch_is_one_nixl_transfer(make) -> None:
     kv, swa = kv_pool(), side_pool()
     backend = make(True, kv=kv, swa=swa)
-    lane = backend._lanes["WRITE"]
+    lane = backend.lanes["WRITE"]
     calls = []
     real = lane.agent.initialize_xfer
 
@@ -131,10 +131,10 @@ def test_a_multi_pool_batch_is_one_nixl_transfer(make) -> None:
 def test_descriptors_place_regions_at_the_records_offsets(make) -> None:
     kv = kv_pool()
     backend = make(False, kv=kv)
-    items = backend._plan("kv", ["x"], indices(kv, [2]))
+    items = backend.plan("kv", ["x"], indices(kv, [2]))
     for item in items:
         item.fd, item.offset = 99, 8192
-    dram, file = backend._descriptors(backend._lanes["WRITE"], items, writing=True)
+    dram, file = backend.descriptors(backend.lanes["WRITE"], items, writing=True)
     layout = backend._pools["kv"].layout
     ptrs, sizes = kv.get_page_buffer_meta(indices(kv, [2]))
     assert [tuple(r) for r in file.tolist()] == [(8192 + o, s, 99) for o, s in zip(layout.offsets, sizes)]
@@ -145,10 +145,10 @@ def test_a_staged_pools_records_move_as_one_run_of_whole_blocks(make) -> None:
     swa = side_pool(MISALIGNMENT)
     backend = make(True, swa=swa)
     assert backend.transfer_mode(PoolName.SWA) == "staged"
-    items = backend._plan("swa", list("abc"), indices(swa, [0, 1, 2]))
+    items = backend.plan("swa", list("abc"), indices(swa, [0, 1, 2]))
     for n, item in enumerate(items):
         item.fd, item.offset = 99, 4096 + n * item.pool.layout.size
-    dram, file = backend._descriptors(backend._lanes["WRITE"], items, writing=True)
+    dram, file = backend.descriptors(backend.lanes["WRITE"], items, writing=True)
     assert [tuple(r) for r in file.tolist()] == [(4096, 4096, 99)]
     assert dram.tolist()[0][1] == 4096
 

@@ -37,11 +37,11 @@ class ObjRig:
 
     def raw_plan(self, batch: int, op: str) -> tuple[Any, tuple[Any, Any], Any]:
         """Our objects' descriptors, registered once: the OBJ plugin with no backend around it."""
-        lane = self.backend._lanes[op]
+        lane = self.backend.lanes[op]
         items = [
             i
             for t in self.transfers(batch)
-            for i in self.backend._plan(str(t.name), t.keys, t.host_indices) or []
+            for i in self.backend.plan(str(t.name), t.keys, t.host_indices) or []
         ]
         for dev, item in enumerate(items):
             item.fd = dev
@@ -49,7 +49,7 @@ class ObjRig:
         names = agent.register_memory(
             [(0, 0, i.fd, self.backend.object_name(i.digest)) for i in items], "OBJ"
         )
-        dram, obj = self.backend._descriptors(lane, items, writing=True)
+        dram, obj = self.backend.descriptors(lane, items, writing=True)
         return agent, (agent.get_xfer_descs(dram, "DRAM"), agent.get_xfer_descs(obj, "OBJ")), names
 
 

@@ -15,7 +15,7 @@ import torch
 
 from conformance.hostpools import DSAIndexerHostPool, HostPoolDouble, MambaHostPool, MHAHostPool
 from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
-from reference_backend.backend import NixlBackend, _Item
+from reference_backend.backend import Item, NixlBackend
 
 PAGES = 256
 BATCHES = (1, 8, 64, 256)
@@ -93,27 +93,27 @@ class Rigged:
     def transfers(self, batch: int, prefix: str = "page") -> list[PoolTransfer]:
         return transfers(self.pools, batch, prefix)
 
-    def items_in_one_file(self, batch: int, folder: str) -> list[_Item]:
+    def items_in_one_file(self, batch: int, folder: str) -> list[Item]:
         """The items our batch plans, at the offsets our extent gives them, in one pre-sized file."""
-        items: list[_Item] = []
+        items: list[Item] = []
         for t in self.transfers(batch):
-            plan = self.backend._plan(str(t.name), t.keys, t.host_indices)
+            plan = self.backend.plan(str(t.name), t.keys, t.host_indices)
             assert plan is not None
             items.extend(plan)
         path = self.root / folder / f"extent-{batch}"
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | (os.O_DIRECT if self.direct else 0), 0o644)
         self.raw_fds.append(fd)
-        os.ftruncate(fd, self.backend._lay_out(items))
+        os.ftruncate(fd, self.backend.lay_out(items))
         for item in items:
             item.fd = fd
         return items
 
     def raw_plan(self, batch: int, op: str) -> tuple[Any, Any, Any]:
         """The same descriptors our batch submits, on a pre-opened, pre-sized file: the design's limit."""
-        lane = self.backend._lanes[op]
+        lane = self.backend.lanes[op]
         items = self.items_in_one_file(batch, "raw")
-        dram, file = self.backend._descriptors(lane, items, writing=True)
+        dram, file = self.backend.descriptors(lane, items, writing=True)
         agent = lane.agent
         reg = agent.register_memory([(0, 0, fd, "") for fd in sorted({i.fd for i in items})], "FILE")
         return agent, (agent.get_xfer_descs(dram, "DRAM"), agent.get_xfer_descs(file, "FILE")), reg
@@ -124,16 +124,16 @@ class Rigged:
         The limit for writes that never overwrite: what any store pays that keeps old versions
         until a new one is whole. The file is sized up front, outside the timed region.
         """
-        lane = self.backend._lanes["WRITE"]
+        lane = self.backend.lanes["WRITE"]
         items = self.items_in_one_file(batch, "fresh")
-        extent = self.backend._lay_out(items)
+        extent = self.backend.lay_out(items)
         os.ftruncate(items[0].fd, extent * rounds)
         agent = lane.agent
         plans = []
         for r in range(rounds):
             for item in items:
                 item.offset += extent if r else 0
-            dram, file = self.backend._descriptors(lane, items, writing=True)
+            dram, file = self.backend.descriptors(lane, items, writing=True)
             plans.append((agent.get_xfer_descs(dram, "DRAM"), agent.get_xfer_descs(file, "FILE")))
         return agent, plans, agent.register_memory([(0, 0, items[0].fd, "")], "FILE")
 
@@ -156,7 +156,7 @@ def raw_transfer(agent: Any, op: str, descs: tuple[Any, Any]) -> None:
 def pwritev_plan(rig: Rigged, batch: int) -> list[tuple[int, list[memoryview], int]]:
     """Plain-syscall baseline: one ``pwritev`` per descriptor our batch submits, same memory."""
     items = rig.items_in_one_file(batch, "pwritev")
-    dram, file = rig.backend._descriptors(rig.backend._lanes["WRITE"], items, writing=True)
+    dram, file = rig.backend.descriptors(rig.backend.lanes["WRITE"], items, writing=True)
     return [
         (int(fd), [memoryview((ctypes.c_char * int(size)).from_address(int(addr))).cast("B")], int(offset))
         for (addr, size, _), (offset, _, fd) in zip(dram.tolist(), file.tolist())

@@ -8,12 +8,12 @@ from pathlib import Path
 from conformance.capabilities import BackendSpec
 from conformance.interface import HiCacheStorageConfig
 from conformance.targets import NIXL_CAPABILITIES
-from reference_backend.backend import NixlBackend, _Item, _Lane
+from reference_backend.backend import Item, Lane, NixlBackend
 
 
 class InPlaceWritesBackend(NixlBackend):
-    def _append(self, lane: _Lane, items: list[_Item]) -> dict[int, bool]:
-        stored: list[_Item] = []
+    def _append(self, lane: Lane, items: list[Item]) -> dict[int, bool]:
+        stored: list[Item] = []
         for item, loc in zip(items, self._log.locate([i.digest for i in items])):
             if (
                 loc is not None

@@ -24,7 +24,7 @@ from conformance.interface import (
     PoolTransferResult,
 )
 from conformance.targets import NIXL_CAPABILITIES
-from reference_backend.backend import NixlBackend, _Item, _Lane
+from reference_backend.backend import Item, Lane, NixlBackend
 from reference_backend.naming import scope_for
 from reference_backend.record import UNIT
 from tests.broken import (
@@ -47,7 +47,7 @@ def _spec(cls: type[NixlBackend]) -> BackendSpec:
 class StagingInPoolDtype(NixlBackend):
     """Staged bytes pass through a buffer of the pool's dtype, converting values."""
 
-    def _stage_out(self, item: _Item) -> None:
+    def _stage_out(self, item: Item) -> None:
         super()._stage_out(item)
         if item.pool.zero_copy:
             return
@@ -63,12 +63,12 @@ class SharedStaging(NixlBackend):
 
     def __init__(self, config: HiCacheStorageConfig, location: Any = None) -> None:
         super().__init__(config, location)
-        for lane in self._lanes.values():
+        for lane in self.lanes.values():
             lane.staging_for = self._shared(lane)  # type: ignore[method-assign,assignment]
 
     @staticmethod
-    def _shared(lane: _Lane) -> Callable[[str, int], torch.Tensor]:
-        return lambda pool, nbytes: _Lane.staging_for(lane, "shared", max(nbytes, 1 << 22))
+    def _shared(lane: Lane) -> Callable[[str, int], torch.Tensor]:
+        return lambda pool, nbytes: Lane.staging_for(lane, "shared", max(nbytes, 1 << 22))
 
 
 class PoolBlindNames(NixlBackend):
@@ -130,16 +130,15 @@ class OffByOneRun(NixlBackend):
 class TrailingWindowMisread(NixlBackend):
     """TRAILING_PAGES checks one page fewer than the window."""
 
-    @staticmethod
-    def _restorable(t: PoolTransfer, present: list[bool]) -> list[bool]:
+    def restorable(self, t: PoolTransfer, present: list[bool]) -> list[bool]:
         shorter = replace(t, keys=(t.keys or [])[1:]) if len(t.keys or []) > 1 else t
-        return NixlBackend._restorable(shorter, present)
+        return super().restorable(shorter, present)
 
 
 class StagedOffsetsShifted(NixlBackend):
     """Staged pages are scattered from offsets one unit off, wrapping inside the record."""
 
-    def _stage_in(self, item: _Item) -> bool:
+    def _stage_in(self, item: Item) -> bool:
         if item.pool.zero_copy or not item.pool.has_meta:
             return super()._stage_in(item)
         ok = super()._stage_in(item)
@@ -154,7 +153,7 @@ class StagedOffsetsShifted(NixlBackend):
 class StaleOverwrite(NixlBackend):
     """A key already on disk is not rewritten: the old bytes stay, and set says True."""
 
-    def _write(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
+    def _write(self, plans: list[list[Item] | None]) -> list[list[bool]]:
         fresh = [
             [i for i in plan if self._log.locate([i.digest])[0] is None] if plan is not None else None
             for plan in plans
@@ -173,14 +172,14 @@ class StaleOverwrite(NixlBackend):
 class PartialSuccessAllTrue(NixlBackend):
     """Every key of a set is reported stored, whatever happened to it."""
 
-    def _write(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
+    def _write(self, plans: list[list[Item] | None]) -> list[list[bool]]:
         return [[True] * len(r) for r in super()._write(plans)]
 
 
 class GetWritesOutside(NixlBackend):
     """A staged get copies 64 bytes past each region into host memory."""
 
-    def _stage_in(self, item: _Item) -> bool:
+    def _stage_in(self, item: Item) -> bool:
         ok = super()._stage_in(item)
         if ok and not item.pool.zero_copy and item.pool.has_meta:
             ptr, size = item.regions[-1]
@@ -268,7 +267,7 @@ class FirstPoolsKeys(NixlBackend):
     were equal: a trailing pool's tail lands under the span's first keys."""
 
     def _batch_v2(
-        self, transfers: list[PoolTransfer], run: Callable[[list[list[_Item] | None]], list[list[bool]]]
+        self, transfers: list[PoolTransfer], run: Callable[[list[list[Item] | None]], list[list[bool]]]
     ) -> dict[str, list[bool]]:
         if len(transfers) > 1:
             first = list(transfers[0].keys or [])

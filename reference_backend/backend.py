@@ -13,6 +13,8 @@ Design, in the order a batch meets it:
   go through a raw-byte (uint8) staging buffer owned by that pool and that direction.
 - **One transfer per batch.** Descriptors of every pool in a ``batch_*_v2`` call go into a single
   NIXL transfer. Only if it fails are pages retried one by one, to give exact per-key results.
+  A verified O_DIRECT read of many in-place pages goes as several transfers posted at once, each
+  checked as it lands, so the checksum overlaps the I/O still in flight.
 - **Nothing torn is visible.** Records are published by their commit only after the transfer
   succeeded; ``exists`` requires the record's whole extent on disk and its geometry; reads check
   the checksum the commit carries.
@@ -33,7 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from reference_backend import agents, hits
+from reference_backend import agents
 from reference_backend.capacity import Capacity
 from reference_backend.config import BackendConfig
 from reference_backend.interface import (
@@ -51,6 +53,9 @@ from reference_backend.naming import Scope, entry_digest, family_digest, scope_f
 from reference_backend.record import BLOCK, RecordLayout, checksum_of, layout_from_sizes, meaning_of, pad
 
 KV = str(PoolName.KV)
+READ_CHUNKS = 8
+"""O_DIRECT reads of at least twice this many in-place pages go as this many transfers at once,
+each checked as it lands while the rest are still in flight (see ``_read_pipelined``)."""
 
 
 @dataclass
@@ -98,7 +103,7 @@ class _Pool:
 
 
 @dataclass
-class Item:
+class _Item:
     """One page of one pool in a batch."""
 
     pool: _Pool
@@ -115,9 +120,9 @@ class Item:
 
 
 def _all_or_each(
-    items: list[Item],
-    attempt: Callable[[list[Item]], bool],
-    then: Callable[[Item], bool] = lambda item: True,
+    items: list[_Item],
+    attempt: Callable[[list[_Item]], bool],
+    then: Callable[[_Item], bool] = lambda item: True,
 ) -> dict[int, bool]:
     """Try every item in one ``attempt`` and finish each with ``then``; if that fails, each item on
     its own, finished before the next attempt reuses the staging buffers. A lone item is tried once."""
@@ -130,16 +135,16 @@ def _all_or_each(
     return {id(i): attempt([i]) and then(i) for i in items}
 
 
-def by_pool(items: list[Item]) -> dict[str, list[Item]]:
+def _by_pool(items: list[_Item]) -> dict[str, list[_Item]]:
     """Items grouped by pool, pools in order of first appearance."""
-    groups: dict[str, list[Item]] = {}
+    groups: dict[str, list[_Item]] = {}
     for item in items:
         groups.setdefault(item.pool.name, []).append(item)
     return groups
 
 
 @dataclass
-class Lane:
+class _Lane:
     """One direction's NIXL agent, lock and per-pool raw-byte staging buffers."""
 
     agent: Any
@@ -165,12 +170,7 @@ class Lane:
 
 
 class NixlBackend:
-    """HiCache v2 storage backend on NIXL POSIX file targets.
-
-    Its seam, for tests, mutants and benchmarks: ``plan`` (a request's pages as ``Item``s),
-    ``lay_out`` (their places in an extent), ``descriptors`` (staging and NIXL rows), ``restorable``
-    (a pool's hit policy) and ``lanes`` (each direction's ``Lane``); the rest is private.
-    """
+    """HiCache v2 storage backend on NIXL POSIX file targets."""
 
     REMOTE = "FILE"
     """NIXL's memory type of the storage side of a transfer."""
@@ -184,6 +184,7 @@ class NixlBackend:
     ) -> None:
         self.settings = BackendConfig.from_extra(storage_config.extra_config, location)
         self._setup(storage_config, self.settings.verify, "POSIX", self.settings.plugin_params())
+        self._read_chunks = READ_CHUNKS if self.settings.direct_io and self.verify else 1
         self.root = str(self.settings.storage_dir)
         os.makedirs(self.root, exist_ok=True)
         budget = self.settings.budget
@@ -207,7 +208,7 @@ class NixlBackend:
         """What every NIXL target shares: two lanes of agents, the pools, and the checksum switch."""
         self.storage_config = storage_config
         self.verify = verify
-        self.lanes = {op: Lane(agents.acquire(params, plugin)) for op in ("WRITE", "READ")}
+        self._lanes = {op: _Lane(agents.acquire(params, plugin)) for op in ("WRITE", "READ")}
         self._pools: dict[str, _Pool] = {}
         self._dram_regs: list[tuple[Any, Any]] = []
         self._scopes: dict[str, Scope] = {}
@@ -266,7 +267,7 @@ class NixlBackend:
             lo = min(p for p, _ in col)
             hi = max(p + s for p, s in col)
             spans.append((lo, hi - lo, 0, ""))
-        for lane in self.lanes.values():
+        for lane in self._lanes.values():
             self._dram_regs.append((lane.agent, lane.agent.register_memory(spans, "DRAM")))
 
     def transfer_mode(self, pool_name: PoolName | str) -> str:
@@ -275,14 +276,14 @@ class NixlBackend:
 
     # -- planning ----------------------------------------------------------------------------
 
-    def plan(self, name: str, keys: Any, host_indices: Any) -> list[Item] | None:
+    def _plan(self, name: str, keys: Any, host_indices: Any) -> list[_Item] | None:
         pool = self._pools.get(name)
         if pool is None or self._closed:
             return None
         starts = page_starts(pool.host, keys, host_indices)
         if starts is None:
             return None
-        return [Item(pool, key, start, self.digest(name, key)) for key, start in zip(keys, starts)]
+        return [_Item(pool, key, start, self.digest(name, key)) for key, start in zip(keys, starts)]
 
     def digest(self, name: str, key: str) -> bytes:
         """The 16 bytes that name an entry in the log and its index."""
@@ -290,7 +291,7 @@ class NixlBackend:
 
     # -- the transfer ------------------------------------------------------------------------
 
-    def descriptors(self, lane: Lane, items: list[Item], writing: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _descriptors(self, lane: _Lane, items: list[_Item], writing: bool) -> tuple[np.ndarray, np.ndarray]:
         """DRAM and FILE descriptor rows for ``items``, staging raw bytes where needed.
 
         A staged pool's records sit back to back in its staging buffer; where they also sit back to
@@ -299,7 +300,7 @@ class NixlBackend:
         """
         dram: list[tuple[int, int, int]] = []
         file: list[tuple[int, int, int]] = []
-        for group in by_pool(items).values():
+        for group in _by_pool(items).values():
             pool = group[0].pool
             size = pool.layout.size
             self._prepare(lane, group, size, writing)
@@ -320,7 +321,7 @@ class NixlBackend:
                 file[-1] = (file[-1][0], whole, file[-1][2])
         return np.array(dram, dtype=np.uint64), np.array(file, dtype=np.uint64)
 
-    def _prepare(self, lane: Lane, group: list[Item], slot: int, writing: bool, lead: int = 0) -> None:
+    def _prepare(self, lane: _Lane, group: list[_Item], slot: int, writing: bool, lead: int = 0) -> None:
         """Give one pool's items their region addresses and staging slots ``slot`` bytes apart (each
         page's bytes ``lead`` bytes into its slot); copy staged pages into them for a write."""
         pool = group[0].pool
@@ -333,14 +334,14 @@ class NixlBackend:
             if writing:
                 self._stage_out(item)
 
-    def _payload(self, item: Item) -> list[tuple[int, int]]:
+    def _payload(self, item: _Item) -> list[tuple[int, int]]:
         """Where the page's bytes are, region by region: host memory, or the staging slot."""
         layout = item.pool.layout
         if item.pool.zero_copy:
             return item.regions
         return [(item.slot + off, size) for off, size in zip(layout.offsets, layout.region_sizes)]
 
-    def _stage_out(self, item: Item) -> None:
+    def _stage_out(self, item: _Item) -> None:
         """Copy a staged page's raw bytes into its slot."""
         pool = item.pool
         if pool.zero_copy:
@@ -353,7 +354,7 @@ class NixlBackend:
             page = pool.host.get_data_page(item.start, flat=True).contiguous().view(torch.uint8)
             ctypes.memmove(payload[0][0], page.data_ptr(), page.numel())
 
-    def _stage_in(self, item: Item) -> bool:
+    def _stage_in(self, item: _Item) -> bool:
         """Check the checksum the commit promised; for staged pools, scatter bytes into host slots."""
         pool = item.pool
         payload = self._payload(item)
@@ -371,9 +372,9 @@ class NixlBackend:
             pool.host.set_from_flat_data_page(item.start, page)
         return True
 
-    def _submit(self, lane: Lane, op: str, items: list[Item]) -> bool:
+    def _submit(self, lane: _Lane, op: str, items: list[_Item]) -> bool:
         """One NIXL transfer covering every item; True when every byte moved."""
-        dram, remote = self.descriptors(lane, items, writing=op == "WRITE")
+        dram, remote = self._descriptors(lane, items, writing=op == "WRITE")
         agent = lane.agent
         handle = None
         try:
@@ -391,52 +392,108 @@ class NixlBackend:
             if handle is not None:
                 agent.release_xfer_handle(handle)
 
-    def _while_moving(self, op: str, items: list[Item]) -> None:
+    def _while_moving(self, op: str, items: list[_Item]) -> None:
         """Checksum what is being written while the kernel writes it."""
         if op == "WRITE":
             for item in items:
                 item.checksum = checksum_of(self._payload(item)) if self.verify else None
 
     def _transfer(
-        self, lane: Lane, op: str, items: list[Item], then: Callable[[Item], bool] = lambda item: True
+        self, lane: _Lane, op: str, items: list[_Item], then: Callable[[_Item], bool] = lambda item: True
     ) -> dict[int, bool]:
         """Move every item in one transfer and finish each with ``then``; on failure, item by item."""
+        if op == "READ" and self._read_chunks > 1:
+            done = self._read_pipelined(lane, items, then)
+            if done is not None:
+                return done
         return _all_or_each(items, lambda batch: self._submit(lane, op, batch), then)
+
+    _read_chunks = 1
+    """Transfers a verified O_DIRECT read is split into (1: one transfer, checked after it lands)."""
+
+    def _read_pipelined(
+        self, lane: _Lane, items: list[_Item], then: Callable[[_Item], bool]
+    ) -> dict[int, bool] | None:
+        """Post the batch as several transfers at once and finish each one's items as it lands.
+
+        O_DIRECT reads run asynchronously in the kernel, so checking the first transfer's
+        checksums overlaps the later ones' I/O instead of following all of it. Staged pages share
+        one staging buffer, so they travel together, last. None (every transfer waited for and
+        released) when any of them fails or the batch is too small to gain: the caller's
+        all-or-each path then reads it again, for exact per-key results.
+        """
+        moved = [i for i in items if i.pool.zero_copy]
+        if len(moved) < 2 * self._read_chunks:
+            return None
+        step = -(-len(moved) // self._read_chunks)
+        chunks = [moved[k : k + step] for k in range(0, len(moved), step)]
+        staged = [i for i in items if not i.pool.zero_copy]
+        chunks += [staged] if staged else []
+        agent = lane.agent
+        posted: list[tuple[list[_Item], Any, str]] = []
+        try:
+            for chunk in chunks:
+                dram, remote = self._descriptors(lane, chunk, writing=False)
+                handle = agent.initialize_xfer(
+                    "READ",
+                    agent.get_xfer_descs(dram, "DRAM"),
+                    agent.get_xfer_descs(remote, self.REMOTE),
+                    agent.name,
+                )
+                posted.append((chunk, handle, "ERR"))
+                posted[-1] = (chunk, handle, agent.transfer(handle))
+        except Exception:  # NIXL raises its own binding errors for any I/O failure
+            posted.append(([], None, "ERR"))
+        done: dict[int, bool] = {}
+        whole = True
+        for chunk, handle, state in posted:
+            try:
+                while state == "PROC":
+                    state = agent.check_xfer_state(handle)
+            except Exception:
+                state = "ERR"
+            whole = whole and state == "DONE"
+            if whole:
+                done.update({id(i): then(i) for i in chunk})
+        for _, handle, _ in posted:
+            if handle is not None:
+                agent.release_xfer_handle(handle)
+        return done if whole else None
 
     # -- set / get ---------------------------------------------------------------------------
 
-    def _write(self, plans: list[list[Item] | None]) -> list[list[bool]]:
-        lane = self.lanes["WRITE"]
+    def _write(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
+        lane = self._lanes["WRITE"]
         items = [i for plan in plans if plan for i in plan]
         with lane.lock:
             if self._log.has_dead:
-                with self.lanes["READ"].lock:
+                with self._lanes["READ"].lock:
                     self._log.bury()
             stored = self._append(lane, items)
         return [[stored[id(i)] for i in plan] if plan is not None else [] for plan in plans]
 
-    def _append(self, lane: Lane, items: list[Item]) -> dict[int, bool]:
+    def _append(self, lane: _Lane, items: list[_Item]) -> dict[int, bool]:
         """Append every item as one extent; on failure, each item as its own, for exact results."""
         return _all_or_each(items, lambda batch: self._append_extent(lane, batch))
 
     @staticmethod
-    def lay_out(items: list[Item]) -> int:
+    def _lay_out(items: list[_Item]) -> int:
         """Give each item its offset in an extent (after the commit block); the extent's size.
 
         Each pool's records start on a file-system block and the extent ends on one, so every
         write of the batch is whole blocks.
         """
         at = commit_size(len(items))
-        for group in by_pool(items).values():
+        for group in _by_pool(items).values():
             at = pad(at, BLOCK)
             for item in group:
                 item.offset = at
                 at += item.pool.layout.size
         return pad(at, BLOCK)
 
-    def _append_extent(self, lane: Lane, items: list[Item]) -> bool:
+    def _append_extent(self, lane: _Lane, items: list[_Item]) -> bool:
         """Records after a reserved commit block at the segment's tail, then the commit."""
-        extent = self.lay_out(items)
+        extent = self._lay_out(items)
         segment = self._capacity.reserve(extent) if self._capacity else self._log.writable(extent)
         if segment is None or not self._log.register(segment, lane.agent):
             return False
@@ -458,7 +515,7 @@ class NixlBackend:
         ]
         return self._log.commit(segment, start, entries)
 
-    def _in_chain(self, plans: list[list[Item] | None], extra_info: Any) -> list[list[Item] | None]:
+    def _in_chain(self, plans: list[list[_Item] | None], extra_info: Any) -> list[list[_Item] | None]:
         """Place each page in its prefix chain and, under a budget, count the prefix as used."""
         prefix = list(getattr(extra_info, "prefix_keys", None) or [])
         for plan in plans:
@@ -469,18 +526,18 @@ class NixlBackend:
             self._capacity.touch_prefix([family_digest(model, k) for k in prefix if isinstance(k, str)])
         return plans
 
-    def _used(self, plans: list[list[Item] | None], results: list[list[bool]]) -> list[list[bool]]:
+    def _used(self, plans: list[list[_Item] | None], results: list[list[bool]]) -> list[list[bool]]:
         """Reads and writes count as use."""
         if self._capacity:
             done = (i.digest[:8] for plan, res in zip(plans, results) for i, ok in zip(plan or [], res) if ok)
             self._capacity.touch(done)
         return results
 
-    def _read(self, plans: list[list[Item] | None]) -> list[list[bool]]:
-        lane = self.lanes["READ"]
+    def _read(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
+        lane = self._lanes["READ"]
         items = [i for plan in plans if plan for i in plan]
         with lane.lock:
-            ready: list[Item] = []
+            ready: list[_Item] = []
             for item, loc in zip(items, self._log.locate([i.digest for i in items])):
                 if loc is None or (loc.size, loc.tag) != (item.pool.layout.size, item.pool.layout.tag):
                     continue
@@ -497,7 +554,7 @@ class NixlBackend:
     def batch_set_v1(
         self, keys: list[str], host_indices: torch.Tensor, extra_info: HiCacheStorageExtraInfo | None = None
     ) -> list[bool]:
-        plan = self.plan(KV, keys, host_indices)
+        plan = self._plan(KV, keys, host_indices)
         if plan is None:
             return self._failed(keys)
         return self._used([plan], self._write(self._in_chain([plan], extra_info)))[0]
@@ -505,18 +562,18 @@ class NixlBackend:
     def batch_get_v1(
         self, keys: list[str], host_indices: torch.Tensor, extra_info: HiCacheStorageExtraInfo | None = None
     ) -> list[bool]:
-        plan = self.plan(KV, keys, host_indices)
+        plan = self._plan(KV, keys, host_indices)
         if plan is None:
             return self._failed(keys)
         return self._used([plan], self._read(self._in_chain([plan], extra_info)))[0]
 
     def _batch_v2(
-        self, transfers: list[PoolTransfer], run: Callable[[list[list[Item] | None]], list[list[bool]]]
+        self, transfers: list[PoolTransfer], run: Callable[[list[list[_Item] | None]], list[list[bool]]]
     ) -> dict[str, list[bool]]:
         names = [str(t.name) for t in transfers]
         if len(set(names)) != len(names):
             return {n: self._failed(t.keys) for n, t in zip(names, transfers)}
-        plans = [self.plan(n, t.keys, t.host_indices) for n, t in zip(names, transfers)]
+        plans = [self._plan(n, t.keys, t.host_indices) for n, t in zip(names, transfers)]
         results = run(plans)
         return {
             n: (res if plan is not None else self._failed(t.keys))
@@ -567,30 +624,57 @@ class NixlBackend:
         extra_info: HiCacheStorageExtraInfo | None = None,
     ) -> PoolTransferResult:
         kv = self.batch_exists(keys)
-        figures: dict[str, int] = {}
-        gates: list[list[bool]] = []
+        hits: dict[str, int] = {KV: kv} if kv else {}
+        usable = [True] * (kv + 1)  # usable[p]: a prefix of p pages can be restored
+        usable[0] = False
         for t in pool_transfers or []:
             name = str(t.name)
             if PoolHitPolicy(t.hit_policy) is PoolHitPolicy.BLOCK_GROUPS:
-                present = self._present(name, list(t.keys or []))
-                figure = hits.block_group_pages(t.group_pages, t.block_pages, present)
+                figure = self._block_groups(t)
             else:
-                gates.append(self.restorable(t, self._present(name, keys[:kv])))
-                figure = hits.longest(gates[-1])
+                present = self._present(name, keys[:kv])
+                restorable = self._restorable(t, present)
+                figure = max((p for p in range(1, kv + 1) if restorable[p]), default=0)
+                usable = [u and r for u, r in zip(usable, restorable)]
             if figure:
-                figures[name] = figure
-        return hits.exists_result(kv, figures, gates, KV)
+                hits[name] = figure
+        final = [p for p in range(1, kv + 1) if usable[p]]
+        return PoolTransferResult(final[-1] if final else 0, hits, final)
 
-    def restorable(self, t: PoolTransfer, present: list[bool]) -> list[bool]:
-        """Per prefix length 0..kv, whether the pool of ``t`` can restore it under its policy."""
-        return hits.restorable(PoolHitPolicy(t.hit_policy), len(t.keys or []), present)
+    @staticmethod
+    def _restorable(t: PoolTransfer, present: list[bool]) -> list[bool]:
+        """Per prefix length 0..kv, whether this pool can restore it under its policy."""
+        kv = len(present)
+        if PoolHitPolicy(t.hit_policy) is PoolHitPolicy.ALL_PAGES:
+            run = present.index(False) if False in present else kv
+            return [0 < p <= run for p in range(kv + 1)]
+        window = max(1, len(t.keys or []))
+        filled = [0]
+        for flag in present:
+            filled.append(filled[-1] + flag)
+        return [p > 0 and filled[p] - filled[max(0, p - window)] == min(window, p) for p in range(kv + 1)]
+
+    def _block_groups(self, t: PoolTransfer) -> int:
+        if t.group_pages <= 0 or t.block_pages <= 0:
+            raise ValueError(
+                "BLOCK_GROUPS needs positive group_pages and block_pages, "
+                f"not {t.group_pages} and {t.block_pages}"
+            )
+        own = list(t.keys or [])
+        present = self._present(str(t.name), own)
+        groups = 0
+        for start in range(0, len(own) - t.group_pages + 1, t.group_pages):
+            if not all(present[start : start + t.group_pages]):
+                break
+            groups += 1
+        return groups * t.block_pages
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def clear(self) -> bool:
         """Remove every entry of this tenant under the root, whichever writer made it; other
         tenants' segments stay."""
-        with self.lanes["WRITE"].lock, self.lanes["READ"].lock:
+        with self._lanes["WRITE"].lock, self._lanes["READ"].lock:
             self._log.clear()
         return True
 
@@ -606,15 +690,15 @@ class NixlBackend:
         if self._closed:
             return
         self._closed = True
-        with self.lanes["WRITE"].lock, self.lanes["READ"].lock:
+        with self._lanes["WRITE"].lock, self._lanes["READ"].lock:
             self._close_store()
-            for lane in self.lanes.values():
+            for lane in self._lanes.values():
                 lane.close()
             for agent, reg in self._dram_regs:
                 agent.deregister_memory(reg)
             self._dram_regs.clear()
             self._pools.clear()
-        for lane in self.lanes.values():
+        for lane in self._lanes.values():
             agents.release(lane.agent)
 
     def _close_store(self) -> None:

@@ -262,9 +262,11 @@ def test_an_entry_exists_reported_stays_readable_for_the_pin_length(
     target = bounded(hicache_target, budget)
     geometry = load_geometry(FAMILY)
     keys = [f"pin-{i}" for i in range(PAGES)]
-    with target.storage() as storage, Rig(target, geometry, storage, page_num=PAGES) as rig:
-        want = fill(rig, seed, 0)
-        store(rig, keys)
+    with target.storage() as storage:
+        with Rig(target, geometry, storage, page_num=PAGES) as writer:  # stored, and done with
+            want = fill(writer, seed, 0)
+            store(writer, keys)
+        rig = Rig(target, geometry, storage, page_num=PAGES)
         started = time.monotonic()
         asked = rig.backend.batch_exists(keys[:hit]) if target.caps.v1_kv else None
         if asked is None:
@@ -275,6 +277,7 @@ def test_an_entry_exists_reported_stays_readable_for_the_pin_length(
         if time.monotonic() - started >= target.caps.eviction_pin_seconds:
             pytest.skip("the flood outlasted the pin; nothing to conclude")  # pragma: no cover
         got = readable(rig, keys[:hit], want)
+        rig.close()
         assert all(all(flags) for flags in got.values()), f"pinned entries evicted: {got}"
 
 

@@ -30,10 +30,13 @@ from reference_backend.record import UNIT
 from tests.broken import (
     in_place_writes,
     lenient_config,
+    partial_family_eviction,
+    per_process_budget,
     size_blind_exists,
     stale_index,
     truthy_strings,
     unaligned_zero_copy,
+    unpinned_exists,
 )
 
 
@@ -306,6 +309,9 @@ FIRST_POOLS_KEYS = _spec(FirstPoolsKeys)
 TRUTHY_STRINGS = truthy_strings.SPEC
 LENIENT_CONFIG = lenient_config.SPEC
 STALE_INDEX = stale_index.SPEC
+PARTIAL_FAMILY_EVICTION = partial_family_eviction.SPEC
+UNPINNED_READ = unpinned_exists.SPEC
+BUDGET_PER_PROCESS = per_process_budget.SPEC
 
 MUTANTS = [
     "STAGING_IN_POOL_DTYPE",
@@ -336,5 +342,8 @@ MUTANTS = [
     "FORMAT_BLIND_TAGS",
     "STALE_INDEX",
     "FIRST_POOLS_KEYS",
+    "PARTIAL_FAMILY_EVICTION",
+    "UNPINNED_READ",
+    "BUDGET_PER_PROCESS",
 ]
 """Names of the module attributes above, one mutant each: ``--backend=tests.mutants.catalogue:NAME``."""

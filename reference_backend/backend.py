@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from reference_backend import agents
+from reference_backend import agents, hits
 from reference_backend.capacity import Capacity
 from reference_backend.config import BackendConfig
 from reference_backend.interface import (
@@ -103,7 +103,7 @@ class _Pool:
 
 
 @dataclass
-class _Item:
+class Item:
     """One page of one pool in a batch."""
 
     pool: _Pool
@@ -120,9 +120,9 @@ class _Item:
 
 
 def _all_or_each(
-    items: list[_Item],
-    attempt: Callable[[list[_Item]], bool],
-    then: Callable[[_Item], bool] = lambda item: True,
+    items: list[Item],
+    attempt: Callable[[list[Item]], bool],
+    then: Callable[[Item], bool] = lambda item: True,
 ) -> dict[int, bool]:
     """Try every item in one ``attempt`` and finish each with ``then``; if that fails, each item on
     its own, finished before the next attempt reuses the staging buffers. A lone item is tried once."""
@@ -135,16 +135,16 @@ def _all_or_each(
     return {id(i): attempt([i]) and then(i) for i in items}
 
 
-def _by_pool(items: list[_Item]) -> dict[str, list[_Item]]:
+def by_pool(items: list[Item]) -> dict[str, list[Item]]:
     """Items grouped by pool, pools in order of first appearance."""
-    groups: dict[str, list[_Item]] = {}
+    groups: dict[str, list[Item]] = {}
     for item in items:
         groups.setdefault(item.pool.name, []).append(item)
     return groups
 
 
 @dataclass
-class _Lane:
+class Lane:
     """One direction's NIXL agent, lock and per-pool raw-byte staging buffers."""
 
     agent: Any
@@ -170,7 +170,12 @@ class _Lane:
 
 
 class NixlBackend:
-    """HiCache v2 storage backend on NIXL POSIX file targets."""
+    """HiCache v2 storage backend on NIXL POSIX file targets.
+
+    Its seam, for tests, mutants and benchmarks: ``plan`` (a request's pages as ``Item``s),
+    ``lay_out`` (their places in an extent), ``descriptors`` (staging and NIXL rows), ``restorable``
+    (a pool's hit policy) and ``lanes`` (each direction's ``Lane``); the rest is private.
+    """
 
     REMOTE = "FILE"
     """NIXL's memory type of the storage side of a transfer."""
@@ -208,7 +213,7 @@ class NixlBackend:
         """What every NIXL target shares: two lanes of agents, the pools, and the checksum switch."""
         self.storage_config = storage_config
         self.verify = verify
-        self._lanes = {op: _Lane(agents.acquire(params, plugin)) for op in ("WRITE", "READ")}
+        self.lanes = {op: Lane(agents.acquire(params, plugin)) for op in ("WRITE", "READ")}
         self._pools: dict[str, _Pool] = {}
         self._dram_regs: list[tuple[Any, Any]] = []
         self._scopes: dict[str, Scope] = {}
@@ -267,7 +272,7 @@ class NixlBackend:
             lo = min(p for p, _ in col)
             hi = max(p + s for p, s in col)
             spans.append((lo, hi - lo, 0, ""))
-        for lane in self._lanes.values():
+        for lane in self.lanes.values():
             self._dram_regs.append((lane.agent, lane.agent.register_memory(spans, "DRAM")))
 
     def transfer_mode(self, pool_name: PoolName | str) -> str:
@@ -276,14 +281,14 @@ class NixlBackend:
 
     # -- planning ----------------------------------------------------------------------------
 
-    def _plan(self, name: str, keys: Any, host_indices: Any) -> list[_Item] | None:
+    def plan(self, name: str, keys: Any, host_indices: Any) -> list[Item] | None:
         pool = self._pools.get(name)
         if pool is None or self._closed:
             return None
         starts = page_starts(pool.host, keys, host_indices)
         if starts is None:
             return None
-        return [_Item(pool, key, start, self.digest(name, key)) for key, start in zip(keys, starts)]
+        return [Item(pool, key, start, self.digest(name, key)) for key, start in zip(keys, starts)]
 
     def digest(self, name: str, key: str) -> bytes:
         """The 16 bytes that name an entry in the log and its index."""
@@ -291,7 +296,7 @@ class NixlBackend:
 
     # -- the transfer ------------------------------------------------------------------------
 
-    def _descriptors(self, lane: _Lane, items: list[_Item], writing: bool) -> tuple[np.ndarray, np.ndarray]:
+    def descriptors(self, lane: Lane, items: list[Item], writing: bool) -> tuple[np.ndarray, np.ndarray]:
         """DRAM and FILE descriptor rows for ``items``, staging raw bytes where needed.
 
         A staged pool's records sit back to back in its staging buffer; where they also sit back to
@@ -300,7 +305,7 @@ class NixlBackend:
         """
         dram: list[tuple[int, int, int]] = []
         file: list[tuple[int, int, int]] = []
-        for group in _by_pool(items).values():
+        for group in by_pool(items).values():
             pool = group[0].pool
             size = pool.layout.size
             self._prepare(lane, group, size, writing)
@@ -321,7 +326,7 @@ class NixlBackend:
                 file[-1] = (file[-1][0], whole, file[-1][2])
         return np.array(dram, dtype=np.uint64), np.array(file, dtype=np.uint64)
 
-    def _prepare(self, lane: _Lane, group: list[_Item], slot: int, writing: bool, lead: int = 0) -> None:
+    def _prepare(self, lane: Lane, group: list[Item], slot: int, writing: bool, lead: int = 0) -> None:
         """Give one pool's items their region addresses and staging slots ``slot`` bytes apart (each
         page's bytes ``lead`` bytes into its slot); copy staged pages into them for a write."""
         pool = group[0].pool
@@ -334,14 +339,14 @@ class NixlBackend:
             if writing:
                 self._stage_out(item)
 
-    def _payload(self, item: _Item) -> list[tuple[int, int]]:
+    def _payload(self, item: Item) -> list[tuple[int, int]]:
         """Where the page's bytes are, region by region: host memory, or the staging slot."""
         layout = item.pool.layout
         if item.pool.zero_copy:
             return item.regions
         return [(item.slot + off, size) for off, size in zip(layout.offsets, layout.region_sizes)]
 
-    def _stage_out(self, item: _Item) -> None:
+    def _stage_out(self, item: Item) -> None:
         """Copy a staged page's raw bytes into its slot."""
         pool = item.pool
         if pool.zero_copy:
@@ -354,7 +359,7 @@ class NixlBackend:
             page = pool.host.get_data_page(item.start, flat=True).contiguous().view(torch.uint8)
             ctypes.memmove(payload[0][0], page.data_ptr(), page.numel())
 
-    def _stage_in(self, item: _Item) -> bool:
+    def _stage_in(self, item: Item) -> bool:
         """Check the checksum the commit promised; for staged pools, scatter bytes into host slots."""
         pool = item.pool
         payload = self._payload(item)
@@ -372,9 +377,9 @@ class NixlBackend:
             pool.host.set_from_flat_data_page(item.start, page)
         return True
 
-    def _submit(self, lane: _Lane, op: str, items: list[_Item]) -> bool:
+    def _submit(self, lane: Lane, op: str, items: list[Item]) -> bool:
         """One NIXL transfer covering every item; True when every byte moved."""
-        dram, remote = self._descriptors(lane, items, writing=op == "WRITE")
+        dram, remote = self.descriptors(lane, items, writing=op == "WRITE")
         agent = lane.agent
         handle = None
         try:
@@ -392,14 +397,14 @@ class NixlBackend:
             if handle is not None:
                 agent.release_xfer_handle(handle)
 
-    def _while_moving(self, op: str, items: list[_Item]) -> None:
+    def _while_moving(self, op: str, items: list[Item]) -> None:
         """Checksum what is being written while the kernel writes it."""
         if op == "WRITE":
             for item in items:
                 item.checksum = checksum_of(self._payload(item)) if self.verify else None
 
     def _transfer(
-        self, lane: _Lane, op: str, items: list[_Item], then: Callable[[_Item], bool] = lambda item: True
+        self, lane: Lane, op: str, items: list[Item], then: Callable[[Item], bool] = lambda item: True
     ) -> dict[int, bool]:
         """Move every item in one transfer and finish each with ``then``; on failure, item by item."""
         if op == "READ" and self._read_chunks > 1:
@@ -462,38 +467,38 @@ class NixlBackend:
 
     # -- set / get ---------------------------------------------------------------------------
 
-    def _write(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
-        lane = self._lanes["WRITE"]
+    def _write(self, plans: list[list[Item] | None]) -> list[list[bool]]:
+        lane = self.lanes["WRITE"]
         items = [i for plan in plans if plan for i in plan]
         with lane.lock:
             if self._log.has_dead:
-                with self._lanes["READ"].lock:
+                with self.lanes["READ"].lock:
                     self._log.bury()
             stored = self._append(lane, items)
         return [[stored[id(i)] for i in plan] if plan is not None else [] for plan in plans]
 
-    def _append(self, lane: _Lane, items: list[_Item]) -> dict[int, bool]:
+    def _append(self, lane: Lane, items: list[Item]) -> dict[int, bool]:
         """Append every item as one extent; on failure, each item as its own, for exact results."""
         return _all_or_each(items, lambda batch: self._append_extent(lane, batch))
 
     @staticmethod
-    def _lay_out(items: list[_Item]) -> int:
+    def lay_out(items: list[Item]) -> int:
         """Give each item its offset in an extent (after the commit block); the extent's size.
 
         Each pool's records start on a file-system block and the extent ends on one, so every
         write of the batch is whole blocks.
         """
         at = commit_size(len(items))
-        for group in _by_pool(items).values():
+        for group in by_pool(items).values():
             at = pad(at, BLOCK)
             for item in group:
                 item.offset = at
                 at += item.pool.layout.size
         return pad(at, BLOCK)
 
-    def _append_extent(self, lane: _Lane, items: list[_Item]) -> bool:
+    def _append_extent(self, lane: Lane, items: list[Item]) -> bool:
         """Records after a reserved commit block at the segment's tail, then the commit."""
-        extent = self._lay_out(items)
+        extent = self.lay_out(items)
         segment = self._capacity.reserve(extent) if self._capacity else self._log.writable(extent)
         if segment is None or not self._log.register(segment, lane.agent):
             return False
@@ -515,7 +520,7 @@ class NixlBackend:
         ]
         return self._log.commit(segment, start, entries)
 
-    def _in_chain(self, plans: list[list[_Item] | None], extra_info: Any) -> list[list[_Item] | None]:
+    def _in_chain(self, plans: list[list[Item] | None], extra_info: Any) -> list[list[Item] | None]:
         """Place each page in its prefix chain and, under a budget, count the prefix as used."""
         prefix = list(getattr(extra_info, "prefix_keys", None) or [])
         for plan in plans:
@@ -526,18 +531,18 @@ class NixlBackend:
             self._capacity.touch_prefix([family_digest(model, k) for k in prefix if isinstance(k, str)])
         return plans
 
-    def _used(self, plans: list[list[_Item] | None], results: list[list[bool]]) -> list[list[bool]]:
+    def _used(self, plans: list[list[Item] | None], results: list[list[bool]]) -> list[list[bool]]:
         """Reads and writes count as use."""
         if self._capacity:
             done = (i.digest[:8] for plan, res in zip(plans, results) for i, ok in zip(plan or [], res) if ok)
             self._capacity.touch(done)
         return results
 
-    def _read(self, plans: list[list[_Item] | None]) -> list[list[bool]]:
-        lane = self._lanes["READ"]
+    def _read(self, plans: list[list[Item] | None]) -> list[list[bool]]:
+        lane = self.lanes["READ"]
         items = [i for plan in plans if plan for i in plan]
         with lane.lock:
-            ready: list[_Item] = []
+            ready: list[Item] = []
             for item, loc in zip(items, self._log.locate([i.digest for i in items])):
                 if loc is None or (loc.size, loc.tag) != (item.pool.layout.size, item.pool.layout.tag):
                     continue
@@ -554,7 +559,7 @@ class NixlBackend:
     def batch_set_v1(
         self, keys: list[str], host_indices: torch.Tensor, extra_info: HiCacheStorageExtraInfo | None = None
     ) -> list[bool]:
-        plan = self._plan(KV, keys, host_indices)
+        plan = self.plan(KV, keys, host_indices)
         if plan is None:
             return self._failed(keys)
         return self._used([plan], self._write(self._in_chain([plan], extra_info)))[0]
@@ -562,18 +567,18 @@ class NixlBackend:
     def batch_get_v1(
         self, keys: list[str], host_indices: torch.Tensor, extra_info: HiCacheStorageExtraInfo | None = None
     ) -> list[bool]:
-        plan = self._plan(KV, keys, host_indices)
+        plan = self.plan(KV, keys, host_indices)
         if plan is None:
             return self._failed(keys)
         return self._used([plan], self._read(self._in_chain([plan], extra_info)))[0]
 
     def _batch_v2(
-        self, transfers: list[PoolTransfer], run: Callable[[list[list[_Item] | None]], list[list[bool]]]
+        self, transfers: list[PoolTransfer], run: Callable[[list[list[Item] | None]], list[list[bool]]]
     ) -> dict[str, list[bool]]:
         names = [str(t.name) for t in transfers]
         if len(set(names)) != len(names):
             return {n: self._failed(t.keys) for n, t in zip(names, transfers)}
-        plans = [self._plan(n, t.keys, t.host_indices) for n, t in zip(names, transfers)]
+        plans = [self.plan(n, t.keys, t.host_indices) for n, t in zip(names, transfers)]
         results = run(plans)
         return {
             n: (res if plan is not None else self._failed(t.keys))
@@ -624,57 +629,30 @@ class NixlBackend:
         extra_info: HiCacheStorageExtraInfo | None = None,
     ) -> PoolTransferResult:
         kv = self.batch_exists(keys)
-        hits: dict[str, int] = {KV: kv} if kv else {}
-        usable = [True] * (kv + 1)  # usable[p]: a prefix of p pages can be restored
-        usable[0] = False
+        figures: dict[str, int] = {}
+        gates: list[list[bool]] = []
         for t in pool_transfers or []:
             name = str(t.name)
             if PoolHitPolicy(t.hit_policy) is PoolHitPolicy.BLOCK_GROUPS:
-                figure = self._block_groups(t)
+                present = self._present(name, list(t.keys or []))
+                figure = hits.block_group_pages(t.group_pages, t.block_pages, present)
             else:
-                present = self._present(name, keys[:kv])
-                restorable = self._restorable(t, present)
-                figure = max((p for p in range(1, kv + 1) if restorable[p]), default=0)
-                usable = [u and r for u, r in zip(usable, restorable)]
+                gates.append(self.restorable(t, self._present(name, keys[:kv])))
+                figure = hits.longest(gates[-1])
             if figure:
-                hits[name] = figure
-        final = [p for p in range(1, kv + 1) if usable[p]]
-        return PoolTransferResult(final[-1] if final else 0, hits, final)
+                figures[name] = figure
+        return hits.exists_result(kv, figures, gates, KV)
 
-    @staticmethod
-    def _restorable(t: PoolTransfer, present: list[bool]) -> list[bool]:
-        """Per prefix length 0..kv, whether this pool can restore it under its policy."""
-        kv = len(present)
-        if PoolHitPolicy(t.hit_policy) is PoolHitPolicy.ALL_PAGES:
-            run = present.index(False) if False in present else kv
-            return [0 < p <= run for p in range(kv + 1)]
-        window = max(1, len(t.keys or []))
-        filled = [0]
-        for flag in present:
-            filled.append(filled[-1] + flag)
-        return [p > 0 and filled[p] - filled[max(0, p - window)] == min(window, p) for p in range(kv + 1)]
-
-    def _block_groups(self, t: PoolTransfer) -> int:
-        if t.group_pages <= 0 or t.block_pages <= 0:
-            raise ValueError(
-                "BLOCK_GROUPS needs positive group_pages and block_pages, "
-                f"not {t.group_pages} and {t.block_pages}"
-            )
-        own = list(t.keys or [])
-        present = self._present(str(t.name), own)
-        groups = 0
-        for start in range(0, len(own) - t.group_pages + 1, t.group_pages):
-            if not all(present[start : start + t.group_pages]):
-                break
-            groups += 1
-        return groups * t.block_pages
+    def restorable(self, t: PoolTransfer, present: list[bool]) -> list[bool]:
+        """Per prefix length 0..kv, whether the pool of ``t`` can restore it under its policy."""
+        return hits.restorable(PoolHitPolicy(t.hit_policy), len(t.keys or []), present)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def clear(self) -> bool:
         """Remove every entry of this tenant under the root, whichever writer made it; other
         tenants' segments stay."""
-        with self._lanes["WRITE"].lock, self._lanes["READ"].lock:
+        with self.lanes["WRITE"].lock, self.lanes["READ"].lock:
             self._log.clear()
         return True
 
@@ -690,15 +668,15 @@ class NixlBackend:
         if self._closed:
             return
         self._closed = True
-        with self._lanes["WRITE"].lock, self._lanes["READ"].lock:
+        with self.lanes["WRITE"].lock, self.lanes["READ"].lock:
             self._close_store()
-            for lane in self._lanes.values():
+            for lane in self.lanes.values():
                 lane.close()
             for agent, reg in self._dram_regs:
                 agent.deregister_memory(reg)
             self._dram_regs.clear()
             self._pools.clear()
-        for lane in self._lanes.values():
+        for lane in self.lanes.values():
             agents.release(lane.agent)
 
     def _close_store(self) -> None:

@@ -417,7 +417,7 @@ class NixlBackend:
     """Transfers a verified O_DIRECT read is split into (1: one transfer, checked after it lands)."""
 
     def _read_pipelined(
-        self, lane: _Lane, items: list[_Item], then: Callable[[_Item], bool]
+        self, lane: Lane, items: list[Item], then: Callable[[Item], bool]
     ) -> dict[int, bool] | None:
         """Post the batch as several transfers at once and finish each one's items as it lands.
 
@@ -435,10 +435,10 @@ class NixlBackend:
         staged = [i for i in items if not i.pool.zero_copy]
         chunks += [staged] if staged else []
         agent = lane.agent
-        posted: list[tuple[list[_Item], Any, str]] = []
+        posted: list[tuple[list[Item], Any, str]] = []
         try:
             for chunk in chunks:
-                dram, remote = self._descriptors(lane, chunk, writing=False)
+                dram, remote = self.descriptors(lane, chunk, writing=False)
                 handle = agent.initialize_xfer(
                     "READ",
                     agent.get_xfer_descs(dram, "DRAM"),

@@ -27,6 +27,7 @@ from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
 from reference_backend import agents
 from reference_backend.backend import NixlBackend
 from tests.benchmarks.models import Workload
+from tests.benchmarks.paired import write_back
 
 BLOCK = 4096
 QUEUE_PARAMS = {"aio": {}, "uring": {"use_uring": "true"}}
@@ -63,11 +64,12 @@ def files_under(folder: Path, since_ns: int = 0) -> list[str]:
 
 
 def drop_cache(paths: list[str]) -> None:
-    """Flush and evict files from the page cache: cold reads without O_DIRECT, a clean slate for writes."""
+    """Write back and evict files from the page cache: cold reads without O_DIRECT, a clean slate
+    for writes."""
+    write_back(paths)
     for path in paths:
         fd = os.open(path, os.O_RDONLY)
         try:
-            os.fdatasync(fd)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)

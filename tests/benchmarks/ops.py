@@ -1,9 +1,9 @@
 """Operations as round contenders: set-fresh, get (warm, cold), exists, and the mixed workload.
 
-Writes: before every timed write the page cache of every file under the rig is flushed and
+Writes: before every timed write the page cache of every file under the rig is written back and
 dropped (untimed), so no contender inherits another's dirty pages; the timed part is the call
-plus ``fdatasync`` of every file the call wrote, so each round ends durable and pays its own
-writeback. Cold reads drop the contender's files from the page cache first (untimed); under
+plus the writeback of every page the call dirtied (``paired.write_back``), so each round pays its
+own writeback. Cold reads drop the contender's files from the page cache first (untimed); under
 O_DIRECT there is no page cache and a read is measured once, as ``get``.
 """
 
@@ -17,7 +17,7 @@ from typing import Protocol
 
 from conformance.interface import PoolTransfer
 from tests.benchmarks.contenders import Limit, Rig, drop_cache, files_under
-from tests.benchmarks.paired import Timed, fdatasync_all
+from tests.benchmarks.paired import Timed, write_back
 
 TICK_NS = 20_000_000
 """Margin for coarse file mtimes: a file written during a call may carry a stamp this much earlier."""
@@ -121,7 +121,7 @@ class LimitOp:
 
 
 def mixed(store: Store, rig: Rig, batch: int) -> list[Timed]:
-    """Backup (a fresh set, made durable) and prefetch (a cold get of other pages) of one batch
+    """Backup (a fresh set, written back) and prefetch (a cold get of other pages) of one batch
     each: one after the other, and at once from two threads as the cache controller runs them."""
     stored = rig.transfers("prefetch", batch, first_page=batch, slot=1)
     _check(store.set(stored), store.name, "the prefetch setup")
@@ -135,7 +135,7 @@ def mixed(store: Store, rig: Rig, batch: int) -> list[Timed]:
     def backup() -> None:
         since = time.time_ns() - TICK_NS
         _check(store.set(fresh[0]), store.name, "a backup")
-        fdatasync_all(files_under(folder, since))
+        write_back(files_under(folder, since))
 
     def prefetch() -> None:
         _check(store.get(stored), store.name, "a prefetch")

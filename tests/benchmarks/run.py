@@ -248,9 +248,10 @@ def run(plan: Plan, root: Path) -> dict[str, Any]:
         "environment": env,
         "method": {
             "pairing": "every round runs each contender once, back to back, in a rotating order",
-            "writes": "page cache of the rig flushed and dropped before each timed write (untimed); "
-            "timed: the call plus fdatasync of every file it wrote (batch 1: no fdatasync)",
-            "cold_reads": "the contender's files flushed and dropped from the page cache before each read",
+            "writes": "page cache of the rig written back and dropped before each timed write (untimed); "
+            "timed: the call plus the writeback of every file it wrote (sync_file_range WAIT_BEFORE|WRITE|"
+            "WAIT_AFTER: data on the device, no journal commit per file; batch 1: no writeback)",
+            "cold_reads": "the contender's files written back and dropped from the page cache first",
             "interval": "median of per-round ratios; distribution-free order-statistic interval",
         },
         "results": results,

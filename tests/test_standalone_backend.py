@@ -93,8 +93,9 @@ print(json.dumps({
 
 
 def _run(*cmd: str | os.PathLike[str], cwd: Path | None = None) -> str:
+    """Run one step; an install on a loaded machine can take many minutes (SGLang's tree: ~50 wheels)."""
     done = subprocess.run(
-        [str(c) for c in cmd], capture_output=True, text=True, check=False, cwd=cwd, timeout=1200
+        [str(c) for c in cmd], capture_output=True, text=True, check=False, cwd=cwd, timeout=3600
     )
     assert done.returncode == 0, f"{cmd} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done.stdout

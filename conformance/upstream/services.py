@@ -1,0 +1,78 @@
+"""Servers an upstream backend needs, run for one test session on loopback and stopped by pid.
+
+A backend whose store is a service (HF3FS's metadata server, Mooncake's master) starts it from its
+``BackendSpec.session``; the service's address goes into the environment, so the suite's child
+processes reach the same one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A port nothing listens on at the moment, on loopback."""
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        return int(s.getsockname()[1])
+
+
+def _listening(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection((LOOPBACK, port), 0.2):
+        return True
+    return False
+
+
+@contextlib.contextmanager
+def running(argv: Sequence[str], port: int, *, what: str, timeout: float = 60.0) -> Iterator[int]:
+    """Run ``argv`` until the block ends, once it listens on ``port``; yields its pid.
+
+    Its output goes to a temporary file (a pipe nobody reads would stall a chatty server), whose
+    tail explains a server that never listens. It is stopped by its pid: SIGTERM, then SIGKILL.
+    """
+    with tempfile.TemporaryFile() as log:
+        proc = subprocess.Popen(list(argv), stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + timeout
+            while not _listening(port):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    proc.kill()
+                    proc.wait()
+                    log.seek(0)
+                    tail = log.read().decode(errors="replace")[-800:]
+                    raise RuntimeError(
+                        f"{what} did not listen on {LOOPBACK}:{port} (exit {proc.returncode}): {tail}"
+                    )
+                time.sleep(0.1)
+            yield proc.pid
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+
+
+@contextlib.contextmanager
+def environment(values: Mapping[str, str]) -> Iterator[None]:
+    """Set environment variables for the block, then put back what was there."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value

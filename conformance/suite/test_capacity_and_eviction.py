@@ -285,32 +285,45 @@ def test_an_entry_exists_reported_stays_readable_for_the_pin_length(
 @FEW
 @given(budget=BUDGETS, seed=payload_seeds)
 def test_gets_racing_eviction_are_whole_or_false(hicache_target: Target, budget: int, seed: int) -> None:
-    """While one thread floods the store, gets of older keys on another are exact bytes or False."""
+    """While one instance floods the store, another's gets of older keys are exact bytes or False.
+
+    The keys are left by a writer that has finished (a writer still appending holds its records
+    where eviction cannot free them yet), so the flood evicts the very entries being read."""
     target = bounded(hicache_target, budget)
     geometry = load_geometry(FAMILY)
     keys = [f"r-{i}" for i in range(PAGES)]
-    with (
-        target.storage() as storage,
-        Rig(target, geometry, storage, page_num=PAGES) as reader,
-        Rig(target, geometry, storage, page_num=PAGES) as writer,
-    ):
-        want = fill(reader, seed, 0)
-        store(reader, keys)
-        failures: list[BaseException] = []
+    with target.storage() as storage:
+        with Rig(target, geometry, storage, page_num=PAGES) as first:
+            want = fill(first, seed, 0)
+            store(first, keys)
+        with (
+            Rig(target, geometry, storage, page_num=PAGES) as reader,
+            Rig(target, geometry, storage, page_num=PAGES) as writer,
+        ):
+            _read_while_flooding(reader, writer, keys, want, budget, seed)
 
-        def write() -> None:
-            try:
-                flood(writer, budget, seed, "race")
-            except BaseException as exc:  # reported by the main thread
-                failures.append(exc)
 
-        thread = threading.Thread(target=write)
-        thread.start()
+def _read_while_flooding(
+    reader: Rig, writer: Rig, keys: list[str], want: dict[PoolName, list[bytes]], budget: int, seed: int
+) -> None:
+    """``reader`` reads ``keys`` over and over while ``writer`` floods on a thread, and once after."""
+    failures: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            flood(writer, budget, seed, "race")
+        except BaseException as exc:  # reported by the main thread
+            failures.append(exc)
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    try:
         while thread.is_alive():
             readable(reader, keys, want)
+    finally:
         thread.join()
-        assert not failures, f"the flooding writer failed: {failures[0]!r}"
-        readable(reader, keys, want)
+    assert not failures, f"the flooding writer failed: {failures[0]!r}"
+    readable(reader, keys, want)
 
 
 def _tenants(

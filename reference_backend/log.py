@@ -274,28 +274,43 @@ class SegmentLog:
             if current is not None:
                 size = self._alive(current)
                 if size < current.scanned or current.scanned + extent > self._segment_bytes > 0:
-                    if size < 0:
-                        self._rebuild_after_loss()
-                    self._writer = None
-                    if size >= 0 and not self._live.get(current):
-                        self._reclaim(current)
-                    elif size >= current.scanned:
-                        self._seal(current)
+                    self._stop_writing(current, size)
                     current = None
             if current is None:
-                try:
-                    os.makedirs(self.folder, exist_ok=True)
-                except OSError:
-                    return None
-                name = f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}{self._suffix}"
-                current = self._writer = self._open(os.path.join(self.folder, name), own=True)
-            if current is not None:
-                try:  # sized first: O_DIRECT writes that extend a file run one at a time on ext4
-                    if os.fstat(current.fd).st_size < current.scanned + extent:
-                        os.ftruncate(current.fd, current.scanned + extent)
-                except OSError:
-                    return None
-            return current
+                current = self._start_writing()
+            return current if current is not None and self._presize(current, extent) else None
+
+    def _stop_writing(self, segment: Segment, size: int) -> None:
+        """Finish our full or damaged segment (``size`` bytes on disk, -1 when its file is gone):
+        re-index after a loss, then delete it if nothing in it is live, else seal it."""
+        if size < 0:
+            self._rebuild_after_loss()
+        self._writer = None
+        if size >= 0 and not self._live.get(segment):
+            self._reclaim(segment)
+        elif size >= segment.scanned:
+            self._seal(segment)
+
+    def _start_writing(self) -> Segment | None:
+        """A new, empty segment of ours, now the one we append to."""
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+        except OSError:
+            return None
+        name = f"{time.time_ns():020d}-{os.getpid()}-{uuid.uuid4().hex[:8]}{self._suffix}"
+        self._writer = self._open(os.path.join(self.folder, name), own=True)
+        return self._writer
+
+    @staticmethod
+    def _presize(segment: Segment, extent: int) -> bool:
+        """Grow the file to hold ``extent`` more bytes before writing them: O_DIRECT writes that
+        extend a file run one at a time on ext4."""
+        try:
+            if os.fstat(segment.fd).st_size < segment.scanned + extent:
+                os.ftruncate(segment.fd, segment.scanned + extent)
+        except OSError:
+            return False
+        return True
 
     def _next_seq(self) -> int:
         with self._lock:

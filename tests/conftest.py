@@ -4,4 +4,3 @@ need the build whose OBJ plugin loads here (see ``reference_backend.agents``).""
 from reference_backend import agents
 
 agents.nixl_api()
-

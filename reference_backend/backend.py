@@ -48,9 +48,10 @@ from reference_backend.interface import (
     aligned_empty,
     page_starts,
 )
-from reference_backend.log import DEPTH_SHIFT, HAS_SUM, Entry, SegmentLog, commit_size
+from reference_backend.log import Layout, SegmentLog, Stamp
 from reference_backend.naming import Scope, entry_digest, family_digest, scope_for, tenant_name
 from reference_backend.record import BLOCK, RecordLayout, checksum_of, layout_from_sizes, meaning_of, pad
+from reference_backend.transfer import SegmentFiles
 
 KV = str(PoolName.KV)
 READ_CHUNKS = 8
@@ -150,6 +151,8 @@ class Lane:
     agent: Any
     lock: threading.Lock = field(default_factory=threading.Lock)
     staging: dict[str, tuple[torch.Tensor, Any]] = field(default_factory=dict)
+    files: SegmentFiles | None = None
+    """Segment files registered with the agent (file targets only)."""
 
     def staging_for(self, pool: str, nbytes: int) -> torch.Tensor:
         """This pool's staging buffer, grown (and re-registered) to at least ``nbytes``."""
@@ -164,6 +167,8 @@ class Lane:
         return buf
 
     def close(self) -> None:
+        if self.files is not None:
+            self.files.close()
         for _, reg in self.staging.values():
             self.agent.deregister_memory(reg)
         self.staging.clear()
@@ -206,6 +211,8 @@ class NixlBackend:
         )
         if budget.limit:
             self._capacity = Capacity(self._log, budget)
+        for lane in self.lanes.values():
+            lane.files = SegmentFiles(lane.agent, self._log)
 
     def _setup(
         self, storage_config: HiCacheStorageConfig, verify: bool, plugin: str, params: dict[str, str]
@@ -471,9 +478,8 @@ class NixlBackend:
         lane = self.lanes["WRITE"]
         items = [i for plan in plans if plan for i in plan]
         with lane.lock:
-            if self._log.has_dead:
-                with self.lanes["READ"].lock:
-                    self._log.bury()
+            self._let_go(lane)
+            self._log.bury()
             stored = self._append(lane, items)
         return [[stored[id(i)] for i in plan] if plan is not None else [] for plan in plans]
 
@@ -482,43 +488,24 @@ class NixlBackend:
         return _all_or_each(items, lambda batch: self._append_extent(lane, batch))
 
     @staticmethod
-    def lay_out(items: list[Item]) -> int:
-        """Give each item its offset in an extent (after the commit block); the extent's size.
-
-        Each pool's records start on a file-system block and the extent ends on one, so every
-        write of the batch is whole blocks.
-        """
-        at = commit_size(len(items))
-        for group in by_pool(items).values():
-            at = pad(at, BLOCK)
-            for item in group:
-                item.offset = at
-                at += item.pool.layout.size
-        return pad(at, BLOCK)
+    def lay_out(items: list[Item]) -> tuple[list[Item], Layout]:
+        """``items`` in extent order (pool by pool) and their extent's layout."""
+        ordered = [i for group in by_pool(items).values() for i in group]
+        return ordered, Layout.of([[i.pool.layout.size for i in g] for g in by_pool(items).values()])
 
     def _append_extent(self, lane: Lane, items: list[Item]) -> bool:
         """Records after a reserved commit block at the segment's tail, then the commit."""
-        extent = self.lay_out(items)
-        segment = self._capacity.reserve(extent) if self._capacity else self._log.writable(extent)
-        if segment is None or not self._log.register(segment, lane.agent):
+        items, layout = self.lay_out(items)
+        extent = self._capacity.reserve(layout) if self._capacity else self._log.reserve(layout)
+        assert lane.files is not None
+        if extent is None or not lane.files.register(extent.segment):
             return False
-        start = segment.scanned
-        for item in items:
-            item.fd, item.offset = segment.fd, start + item.offset
+        for item, at in zip(items, extent.offsets):
+            item.fd, item.offset = extent.fd, at
         if not self._submit(lane, "WRITE", items):
             return False
-        entries = [
-            Entry(
-                i.digest,
-                i.offset - start,
-                i.pool.layout.size,
-                i.pool.layout.tag,
-                (HAS_SUM if i.checksum is not None else 0) | min(i.depth, 1 << 23) << DEPTH_SHIFT,
-                i.checksum or 0,
-            )
-            for i in items
-        ]
-        return self._log.commit(segment, start, entries)
+        stamps = [Stamp(i.digest, i.pool.layout.tag, i.checksum, i.depth) for i in items]
+        return self._log.commit(extent, stamps)
 
     def _in_chain(self, plans: list[list[Item] | None], extra_info: Any) -> list[list[Item] | None]:
         """Place each page in its prefix chain and, under a budget, count the prefix as used."""
@@ -542,15 +529,22 @@ class NixlBackend:
         lane = self.lanes["READ"]
         items = [i for plan in plans if plan for i in plan]
         with lane.lock:
+            self._let_go(lane)
             ready: list[Item] = []
             for item, loc in zip(items, self._log.locate([i.digest for i in items])):
                 if loc is None or (loc.size, loc.tag) != (item.pool.layout.size, item.pool.layout.tag):
                     continue
-                if self._log.register(loc.segment, lane.agent):
+                if lane.files is not None and lane.files.register(loc.segment):
                     item.fd, item.offset, item.checksum = loc.segment.fd, loc.offset, loc.checksum
                     ready.append(item)
             ok = self._transfer(lane, "READ", ready, self._stage_in)
         return [[ok.get(id(i), False) for i in plan] if plan is not None else [] for plan in plans]
+
+    @staticmethod
+    def _let_go(lane: Lane) -> None:
+        """Deregister the segments the log retired (under the lane's lock: none is in flight)."""
+        if lane.files is not None:
+            lane.files.drop_retired()
 
     @staticmethod
     def _failed(keys: Any) -> list[bool]:
@@ -654,6 +648,9 @@ class NixlBackend:
         tenants' segments stay."""
         with self.lanes["WRITE"].lock, self.lanes["READ"].lock:
             self._log.clear()
+            for lane in self.lanes.values():
+                self._let_go(lane)
+            self._log.bury()
         return True
 
     def stored_object_count(self) -> int:
@@ -669,9 +666,9 @@ class NixlBackend:
             return
         self._closed = True
         with self.lanes["WRITE"].lock, self.lanes["READ"].lock:
-            self._close_store()
             for lane in self.lanes.values():
                 lane.close()
+            self._close_store()
             for agent, reg in self._dram_regs:
                 agent.deregister_memory(reg)
             self._dram_regs.clear()

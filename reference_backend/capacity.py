@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from reference_backend.log import Segment, SegmentLog
+from reference_backend.log import Extent, Layout, Segment, SegmentLog
 
 POLICIES = ("chain", "lru", "fifo")
 _SI = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
@@ -259,16 +259,16 @@ class Capacity:
         finally:
             os.close(fd)
 
-    def reserve(self, extent: int) -> Segment | None:
-        """The segment to append ``extent`` bytes to, sized on disk for them within the budget, or
-        None when even evicting every unpinned entry leaves no room."""
+    def reserve(self, layout: Layout) -> Extent | None:
+        """An extent for ``layout``, sized on disk within the budget, or None when even evicting
+        every unpinned entry leaves no room."""
         if not self.enabled:
-            return self.log.writable(extent)
+            return self.log.reserve(layout)
         try:
             with self._tenant_lock():
-                if not self.make_room(self.log.reservation(extent)):
+                if not self.make_room(self.log.reservation(layout.size)):
                     return None
-                return self.log.reserve(extent)
+                return self.log.reserve(layout, counted=True)
         except OSError:
             return None
 

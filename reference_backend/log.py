@@ -17,9 +17,13 @@ and the index keeps the highest sequence number. A reader holding a location nev
 change under it. When every record of one of its own finished segments has been superseded, the
 writer deletes that segment, so overwrites do not grow the store without bound. A segment that
 vanishes (``clear`` in another process) or shrinks is noticed by one ``stat`` per segment per
-call. NIXL agents are not thread-safe, so a segment is registered with a lane's agent only by
-that lane (``register``), and a dead segment's registrations and file are released only by
-``bury``, which the caller runs while no lane is transferring.
+call.
+
+A writer asks for an :class:`Extent` (``reserve``): the place of each record of its batch, fixed
+once, in file positions. It moves the records there and hands the extent back to ``commit``. The
+log knows nothing of NIXL: whoever registers a segment's file descriptor with an agent holds the
+segment (``hold``) until it lets go, and a retired segment's descriptor is closed by ``bury`` only
+once nobody holds it, so no transfer can meet a closed or reused descriptor.
 """
 
 from __future__ import annotations
@@ -34,8 +38,8 @@ import time
 import uuid
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from dataclasses import dataclass
+from typing import NamedTuple
 
 from reference_backend.record import BLOCK, UNIT, pad
 
@@ -74,6 +78,31 @@ class Entry(NamedTuple):
 def commit_size(count: int) -> int:
     """Bytes reserved at an extent's start for the commit block of ``count`` records."""
     return pad(_HEAD.size + _ENTRY.size * count, BLOCK)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each record of a batch lies in its extent, from the extent's start, and the extent's
+    size: computed once, for the reservation, the transfer and the commit alike."""
+
+    offsets: tuple[int, ...]
+    sizes: tuple[int, ...]
+    size: int
+
+    @classmethod
+    def of(cls, groups: Sequence[Sequence[int]]) -> Layout:
+        """Records of ``groups`` (their sizes, group by group) after the commit block. Each group's
+        records start on a file-system block and the extent ends on one, so every write of the
+        batch is whole blocks."""
+        offsets, sizes = [], []
+        at = commit_size(sum(len(g) for g in groups))
+        for group in groups:
+            at = pad(at, BLOCK)
+            for size in group:
+                offsets.append(at)
+                sizes.append(size)
+                at += size
+        return cls(tuple(offsets), tuple(sizes), pad(at, BLOCK))
 
 
 def segment_id(name: str) -> int:
@@ -121,7 +150,7 @@ def decode_commit(raw: bytes, segment: int) -> tuple[list[Entry], int, int, int]
 
 @dataclass(eq=False)
 class Segment:
-    """One segment file, open once, registered with every NIXL agent of the backend."""
+    """One segment file, open once."""
 
     path: str
     fd: int
@@ -130,7 +159,10 @@ class Segment:
     scanned: int = 0
     """Own segment: where the next extent goes. Another's: how far its commits were read."""
     sealed: bool = False
-    regs: dict[int, tuple[Any, Any]] = field(default_factory=dict)
+    retired: bool = False
+    """Forgotten by the log: nobody may start using its descriptor, which ``bury`` closes."""
+    holds: int = 0
+    """Users of its descriptor outside the log (NIXL registrations), counted by ``hold``."""
 
     @property
     def name(self) -> str:
@@ -139,6 +171,43 @@ class Segment:
     @property
     def id(self) -> int:
         return segment_id(self.name)
+
+
+@dataclass(frozen=True)
+class Extent:
+    """Room reserved at the tail of our segment for one batch: where each record goes, in file
+    positions, and where the commit block that publishes them goes."""
+
+    segment: Segment
+    start: int
+    layout: Layout
+
+    @property
+    def fd(self) -> int:
+        return self.segment.fd
+
+    @property
+    def size(self) -> int:
+        return self.layout.size
+
+    @property
+    def end(self) -> int:
+        return self.start + self.layout.size
+
+    @property
+    def offsets(self) -> list[int]:
+        """Each record's position in the segment file."""
+        return [self.start + at for at in self.layout.offsets]
+
+
+class Stamp(NamedTuple):
+    """What a commit says of one record beside its place: the entry, its geometry, its checksum
+    (None: not checksummed) and its depth in its prefix chain."""
+
+    digest: bytes
+    tag: int
+    checksum: int | None
+    depth: int = 0
 
 
 class Location(NamedTuple):
@@ -221,41 +290,36 @@ class SegmentLog:
         self._segments[segment.name] = segment
         return segment
 
-    def register(self, segment: Segment, agent: Any) -> bool:
-        """Register ``segment`` with ``agent`` once; only the lane that owns ``agent`` calls this."""
-        if id(agent) in segment.regs:
-            return True
+    def hold(self, segment: Segment) -> bool:
+        """Keep ``segment``'s descriptor open for a user outside the log (a NIXL registration) until
+        ``let_go``; False when the segment is already retired."""
         with self._lock:
-            if segment in self._graveyard:
+            if segment.retired:
                 return False
-            try:
-                segment.regs[id(agent)] = (agent, agent.register_memory([(0, 0, segment.fd, "")], "FILE"))
-            except Exception:  # NIXL refused the file: that segment is unusable, not the backend
-                return False
+            segment.holds += 1
             return True
 
+    def let_go(self, segment: Segment) -> None:
+        """One ``hold`` fewer; a retired segment nobody holds waits for ``bury``."""
+        with self._lock:
+            segment.holds -= 1
+
     def _retire(self, segment: Segment) -> None:
-        """Forget a segment now; its file and registrations wait for ``bury``."""
+        """Forget a segment now; its file waits for ``bury`` and for its holders to let go."""
         self._segments.pop(segment.name, None)
+        segment.retired = True
         self._graveyard.append(segment)
         if self._writer is segment:
             self._writer = None
 
-    @property
-    def has_dead(self) -> bool:
-        return bool(self._graveyard)
-
     def bury(self) -> None:
-        """Release retired segments; the caller guarantees no transfer is in flight."""
+        """Close the descriptors of retired segments nobody holds; the caller guarantees that the
+        log's own unlocked I/O (the writer's) is not running."""
         with self._lock:
-            for segment in self._graveyard:
-                for agent, reg in segment.regs.values():
-                    with contextlib.suppress(Exception):
-                        agent.deregister_memory(reg)
-                segment.regs.clear()
+            for segment in [s for s in self._graveyard if s.holds <= 0]:
                 with contextlib.suppress(OSError):
                     os.close(segment.fd)
-            self._graveyard.clear()
+                self._graveyard.remove(segment)
 
     def _alive(self, segment: Segment) -> int:
         """The segment's size, or -1 when its file is gone or replaced."""
@@ -340,16 +404,42 @@ class SegmentLog:
                 os.ftruncate(segment.fd, segment.scanned + len(block))
             segment.sealed = self._put_block(segment, segment.scanned, block)
 
-    def commit(self, segment: Segment, start: int, entries: Sequence[Entry]) -> bool:
-        """Publish the extent at ``start`` whose records are on disk; False leaves it unreferenced."""
-        extent = pad(max(e.offset + e.size for e in entries), BLOCK)
+    def reserve(self, layout: Layout, *, counted: bool = False) -> Extent | None:
+        """An extent for ``layout`` at the tail of our segment, its bytes already in the file;
+        ``counted``: the seal's too, so that every process counting the tenant's bytes counts
+        these before a byte of them is written."""
+        segment = self.writable(layout.size)
+        if segment is None or (counted and not self._presize(segment, self.reservation(layout.size))):
+            return None
+        return Extent(segment, segment.scanned, layout)
+
+    def _put_commit(self, extent: Extent, entries: Sequence[Entry], seq: int) -> bool:
+        """Write ``extent``'s commit block; the caller then moves the segment's cursor to its end."""
+        block = encode_commit(entries, extent.size, seq, extent.segment.id)
+        return self._put_block(extent.segment, extent.start, block)
+
+    def commit(self, extent: Extent, stamps: Sequence[Stamp]) -> bool:
+        """Publish ``extent``, whose records (one per stamp, in its layout's order) are on disk;
+        False leaves it unreferenced."""
+        layout = extent.layout
+        entries = [
+            Entry(
+                s.digest,
+                at,
+                size,
+                s.tag,
+                (HAS_SUM if s.checksum is not None else 0) | min(s.depth, 1 << 23) << DEPTH_SHIFT,
+                s.checksum or 0,
+            )
+            for s, at, size in zip(stamps, layout.offsets, layout.sizes, strict=True)
+        ]
         seq = self._next_seq()
-        if not self._put_block(segment, start, encode_commit(entries, extent, seq, segment.id)):
+        if not self._put_commit(extent, entries, seq):
             return False
         with self._lock:
-            segment.scanned = start + extent
+            extent.segment.scanned = extent.end
             for entry in entries:
-                self._place(entry.digest, Location.of(segment, start, entry, seq))
+                self._place(entry.digest, Location.of(extent.segment, extent.start, entry, seq))
         return True
 
     def _place(self, digest: bytes, loc: Location) -> None:
@@ -510,18 +600,6 @@ class SegmentLog:
         """The most an append of ``extent`` bytes grows the store: the extent and a new seal block."""
         return extent + BLOCK
 
-    def reserve(self, extent: int) -> Segment | None:
-        """``writable``, with the file sized now for the extent and its seal, so that every process
-        counting the tenant's bytes counts these before a byte of them is written."""
-        segment = self.writable(extent)
-        if segment is not None:
-            try:
-                if os.fstat(segment.fd).st_size < segment.scanned + extent + BLOCK:
-                    os.ftruncate(segment.fd, segment.scanned + extent + BLOCK)
-            except OSError:
-                return None
-        return segment
-
     def tenant_bytes(self) -> int:
         """Bytes of this tenant's segment files, whoever wrote them."""
         total = 0
@@ -561,16 +639,13 @@ class SegmentLog:
         for lo in range(0, len(families), per_block):
             chunk = list(zip(families[lo : lo + per_block], stamps[lo : lo + per_block]))
             entries = [Entry(f + bytes(8), 0, 0, 0, DEAD, 0, s) for f, s in chunk]
-            segment = self.reserve(BLOCK)
-            if segment is None:
-                return False
-            start = segment.scanned
-            if not self._put_block(segment, start, encode_commit(entries, BLOCK, stamp, segment.id)):
+            extent = self.reserve(Layout((), (), BLOCK), counted=True)
+            if extent is None or not self._put_commit(extent, entries, stamp):
                 return False
             with self._lock:
-                segment.scanned = start + BLOCK
+                extent.segment.scanned = extent.end
                 for family, seq in chunk:
-                    self._bury_family(segment, family, seq)
+                    self._bury_family(extent.segment, family, seq)
         return True
 
     def _finished(self, segment: Segment) -> bool:
@@ -631,16 +706,13 @@ class SegmentLog:
     def _move(self, group: list[tuple[bytes, Location]]) -> bool:
         """One extent holding ``group``'s records, each keeping its own sequence number, so a newer
         version written meanwhile still wins."""
-        head = commit_size(len(group))
-        entries, at = [], head
-        for digest, loc in group:
-            entries.append(loc.entry(digest, at))
-            at += loc.size
-        extent = pad(at, BLOCK)
-        segment = self.reserve(extent)
-        if segment is None:
+        extent = self.reserve(Layout.of([[loc.size for _, loc in group]]), counted=True)
+        if extent is None:
             return False
-        buf = mmap.mmap(-1, pad(extent - head, mmap.PAGESIZE))
+        head = extent.layout.offsets[0]
+        entries = [loc.entry(digest, at) for (digest, loc), at in zip(group, extent.layout.offsets)]
+        body = extent.size - head
+        buf = mmap.mmap(-1, pad(body, mmap.PAGESIZE))
         try:
             view = memoryview(buf)
             for (_, loc), entry in zip(group, entries):
@@ -649,8 +721,7 @@ class SegmentLog:
                 )
                 if got != loc.size:
                     return False
-            start = segment.scanned
-            if os.pwritev(segment.fd, [view[: extent - head]], start + head) != extent - head:
+            if os.pwritev(extent.fd, [view[:body]], extent.start + head) != body:
                 return False
             view.release()
         except OSError:
@@ -658,20 +729,21 @@ class SegmentLog:
         finally:
             with contextlib.suppress(BufferError):
                 buf.close()
-        if not self._put_block(segment, start, encode_commit(entries, extent, self._next_seq(), segment.id)):
+        if not self._put_commit(extent, entries, self._next_seq()):
             return False
         started = time.perf_counter()
         with self._lock:
-            segment.scanned = start + extent
+            extent.segment.scanned = extent.end
             for entry in entries:
-                self._move_index(entry.digest, Location.of(segment, start, entry, entry.seq))
+                self._move_index(entry.digest, Location.of(extent.segment, extent.start, entry, entry.seq))
         self.last_swap = max(self.last_swap, time.perf_counter() - started)
         return True
 
     # -- lifecycle -----------------------------------------------------------------------------
 
     def clear(self) -> None:
-        """Delete every segment under the root, whoever wrote it; no transfer may be in flight."""
+        """Delete every segment under the root, whoever wrote it; the descriptors of those still
+        held close at a later ``bury``."""
         with self._lock:
             for segment in list(self._segments.values()):
                 self._retire(segment)
@@ -688,7 +760,8 @@ class SegmentLog:
                             os.unlink(os.path.join(self.folder, name))
 
     def close(self) -> None:
-        """Seal our segment and release everything; the caller guarantees no transfer is in flight."""
+        """Seal our segment and close every descriptor; the caller guarantees that every holder
+        has let go."""
         with self._lock:
             writer = self._writer
             if writer is not None and self._alive(writer) >= writer.scanned:

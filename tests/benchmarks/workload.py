@@ -104,9 +104,10 @@ class Rigged:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | (os.O_DIRECT if self.direct else 0), 0o644)
         self.raw_fds.append(fd)
-        os.ftruncate(fd, self.backend.lay_out(items))
-        for item in items:
-            item.fd = fd
+        items, layout = self.backend.lay_out(items)
+        os.ftruncate(fd, layout.size)
+        for item, at in zip(items, layout.offsets):
+            item.fd, item.offset = fd, at
         return items
 
     def raw_plan(self, batch: int, op: str) -> tuple[Any, Any, Any]:
@@ -126,7 +127,7 @@ class Rigged:
         """
         lane = self.backend.lanes["WRITE"]
         items = self.items_in_one_file(batch, "fresh")
-        extent = self.backend.lay_out(items)
+        extent = self.backend.lay_out(items)[1].size
         os.ftruncate(items[0].fd, extent * rounds)
         agent = lane.agent
         plans = []

@@ -18,7 +18,8 @@ class InPlaceWritesBackend(NixlBackend):
             if (
                 loc is not None
                 and loc.size == item.pool.layout.size
-                and self._log.register(loc.segment, lane.agent)
+                and lane.files is not None
+                and lane.files.register(loc.segment)
             ):
                 item.fd, item.offset = loc.segment.fd, loc.offset
                 stored.append(item)

@@ -45,4 +45,4 @@ def test_the_process_properties_close_what_they_open_under_w_error(pytester: pyt
         "-k",
         "(killed and at-once) or file_size or two_processes",
     )
-    result.assert_outcomes(passed=6)
+    result.assert_outcomes(passed=7)  # five crash properties, two multi-process writers

@@ -189,7 +189,9 @@ def _presence(keys: list[str], have: dict[PoolName, list[bool]]) -> Callable[[st
 def test_eviction_takes_whole_entries_and_leaves_exists_and_get_agreeing(
     hicache_target: Target, budget: int, seed: int, chains: int
 ) -> None:
-    """Two TP ranks write chains past the budget. Then every key is readable in every pool on both
+    """Eviction takes an entry from every pool and rank at once, and exists reports what get restores.
+
+    Two TP ranks write chains past the budget. Then every key is readable in every pool on both
     ranks or in none, and each rank's exists (v1 and v2, every hit policy) is exactly what its
     gets can restore: a hole only shortens the hit, an evicted side-pool page leaves the set."""
     target = bounded(hicache_target, budget)
@@ -242,8 +244,9 @@ def test_eviction_takes_whole_entries_and_leaves_exists_and_get_agreeing(
 def test_exists_then_eviction_then_get_is_false_or_the_stored_bytes(
     hicache_target: Target, budget: int, seed: int
 ) -> None:
-    """A get after exists and a flood that evicts returns False or the exact bytes, never an
-    exception, another entry's bytes or an old version."""
+    """A get after exists and a flood that evicts returns False or the exact bytes, nothing else.
+
+    Never an exception, another entry's bytes or an old version."""
     target = bounded(hicache_target, budget)
     geometry = load_geometry(FAMILY)
     keys = [f"e-{i}" for i in range(PAGES)]

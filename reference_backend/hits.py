@@ -14,9 +14,10 @@ pools' own figures), and the restorable set lists every such prefix length.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
-from reference_backend.interface import PoolHitPolicy, PoolTransferResult
+from reference_backend.interface import PoolHitPolicy, PoolName, PoolTransfer, PoolTransferResult
 
 
 def leading_run(present: Sequence[bool]) -> int:
@@ -67,3 +68,26 @@ def exists_result(
     hits = {kv_name: kv} if kv else {}
     hits.update({name: figure for name, figure in figures.items() if figure})
     return PoolTransferResult(final[-1] if final else 0, hits, final)
+
+
+def answer(
+    kv: int,
+    keys: list[str],
+    transfers: Sequence[PoolTransfer],
+    present: Callable[[str, list[Any]], list[bool]],
+    restorable: Callable[[PoolTransfer, list[bool]], list[bool]],
+) -> PoolTransferResult:
+    """``batch_exists_v2``'s answer from the KV run ``kv``: each side pool's stored pages
+    (``present``), restorable prefixes (``restorable``, the policy above) and figure."""
+    figures: dict[str, int] = {}
+    gates: list[list[bool]] = []
+    for t in transfers:
+        name = str(t.name)
+        if PoolHitPolicy(t.hit_policy) is PoolHitPolicy.BLOCK_GROUPS:
+            figure = block_group_pages(t.group_pages, t.block_pages, present(name, list(t.keys or [])))
+        else:
+            gates.append(restorable(t, present(name, keys[:kv])))
+            figure = longest(gates[-1])
+        if figure:
+            figures[name] = figure
+    return exists_result(kv, figures, gates, str(PoolName.KV))

@@ -25,18 +25,32 @@ import ctypes
 import hashlib
 import os
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
-from reference_backend.backend import Item, Lane, NixlBackend, by_pool
+from reference_backend import agents, hits
 from reference_backend.config import flag
-from reference_backend.interface import HiCacheStorageConfig
+from reference_backend.interface import (
+    HiCacheStorageConfig,
+    HiCacheStorageExtraInfo,
+    PoolHitPolicy,
+    PoolName,
+    PoolTransfer,
+    PoolTransferResult,
+)
 from reference_backend.naming import tenant_name
-from reference_backend.record import UNIT, checksum_of
+from reference_backend.plan import BatchPlanner, Item, by_pool
+from reference_backend.pools import Pool
+from reference_backend.record import UNIT
+from reference_backend.staging import checksum, gather, intact, place, scatter
+from reference_backend.transfer import Lane, all_or_each
 
+KV = str(PoolName.KV)
 MAGIC = b"HCO1"
 HAS_SUM = 1
 # magic, flags, entry digest, geometry tag, payload bytes, payload XXH3-64
@@ -115,94 +129,156 @@ def header(item: Item) -> bytes:
     return head.ljust(UNIT, b"\x00")
 
 
-class NixlObjBackend(NixlBackend):
-    """HiCache v2 storage backend on an S3 bucket through NIXL's OBJ plugin."""
+def object_size(pool: Pool) -> int:
+    """Bytes of one object of ``pool``: header, record, tail."""
+    return UNIT + pool.layout.size + _TAIL.size
+
+
+def frame(item: Item, writing: bool) -> None:
+    """Around a staged page, its object: for a write, the header (with the page's checksum, taken
+    before the PUT) and the tail; for a read, zeros, so that a short GET leaves no stale bytes."""
+    if not writing:
+        ctypes.memset(item.slot - UNIT, 0, object_size(item.pool))
+        return
+    ctypes.memmove(item.slot - UNIT, header(item), UNIT)
+    ctypes.memmove(item.slot + item.pool.layout.size, _TAIL.pack(TAIL_MAGIC, item.digest), _TAIL.size)
+
+
+def object_rows(items: list[Item]) -> tuple[np.ndarray, np.ndarray]:
+    """(DRAM rows, OBJ rows): one whole object per item, from its staging slot to its device."""
+    dram = [(i.slot - UNIT, object_size(i.pool), 0) for i in items]
+    obj = [(0, object_size(i.pool), i.fd) for i in items]
+    return np.array(dram, dtype=np.uint64), np.array(obj, dtype=np.uint64)
+
+
+def opened(item: Item) -> bool:
+    """Check a fetched object's header and tail: this entry, this geometry, whole; take the
+    checksum its header promises."""
+    layout = item.pool.layout
+    magic, flags, digest, tag, size, promised = _HEAD.unpack(ctypes.string_at(item.slot - UNIT, _HEAD.size))
+    if (magic, digest, tag, size) != (MAGIC, item.digest, layout.tag, layout.size):
+        return False
+    if ctypes.string_at(item.slot + layout.size, _TAIL.size) != _TAIL.pack(TAIL_MAGIC, item.digest):
+        return False  # a short object: the GET stopped before its end
+    item.checksum = promised if flags & HAS_SUM else None
+    return True
+
+
+class NixlObjBackend:
+    """HiCache v2 storage backend on an S3 bucket through NIXL's OBJ plugin.
+
+    It shares the file target's batch planner, lanes and staging, by composition: every page is
+    staged (an object is one contiguous piece of memory), framed as an object, and a batch is one
+    transfer of many objects, each registered under its name for that transfer.
+    """
 
     REMOTE = "OBJ"
 
     def __init__(self, storage_config: HiCacheStorageConfig, location: Any = None) -> None:
         self.obj = ObjConfig.from_extra(storage_config.extra_config, location)
-        self._setup(storage_config, self.obj.verify, "OBJ", dict(self.obj.params))
+        self.storage_config = storage_config
+        self.verify = self.obj.verify
+        self.planner = BatchPlanner(storage_config, lambda host: False)
+        self.lanes = {op: Lane(agents.acquire(dict(self.obj.params), "OBJ")) for op in ("WRITE", "READ")}
         self._s3: Any = None
         self._tenant = tenant_name(
             str((storage_config.extra_config or {}).get("tenant") or storage_config.model_name or "")
         )
-
-    def moves_in_place(self, host: Any) -> bool:
-        """An object is one contiguous piece of memory: every page is staged."""
-        return False
 
     def object_name(self, digest: bytes) -> str:
         """Under the prefix, then the tenant (the model name, or ``tenant``), so that deployments
         sharing a bucket and prefix clear only their own objects."""
         return f"{self.obj.prefix}/{self._tenant}/{digest.hex()}"
 
-    # -- the transfer ------------------------------------------------------------------------
+    # -- registration --------------------------------------------------------------------------
 
-    def descriptors(self, lane: Lane, items: list[Item], writing: bool) -> tuple[np.ndarray, np.ndarray]:
-        """One whole object per item: its header, record and tail, back to back in the pool's staging."""
-        dram: list[tuple[int, int, int]] = []
-        obj: list[tuple[int, int, int]] = []
+    def register_mem_pool_host(self, mem_pool_host: Any) -> None:
+        self.planner.register(KV, mem_pool_host)
+
+    def register_mem_host_pool_v2(self, host_pool: Any, host_pool_name: PoolName | str) -> None:
+        self.planner.register(str(host_pool_name), host_pool)
+
+    def on_host_pools_registered(self) -> None:
+        """Pools are prepared as they register; nothing is deferred."""
+
+    def transfer_mode(self, pool_name: PoolName | str) -> str:
+        """Always ``staged``: an object is one contiguous piece of memory."""
+        return self.planner.transfer_mode(str(pool_name))
+
+    def plan(self, name: str, keys: Any, host_indices: Any) -> list[Item] | None:
+        return self.planner.plan(name, keys, host_indices)
+
+    def digest(self, name: str, key: str) -> bytes:
+        return self.planner.digest(name, key)
+
+    # -- the steps of a batch ----------------------------------------------------------------
+
+    def stage(self, lane: Lane, items: list[Item], writing: bool) -> None:
+        """Give each item a slot in its pool's staging, its page ``UNIT`` bytes in (after the
+        header), and frame it as an object; a write's page is copied in and checksummed first."""
         for group in by_pool(items).values():
-            layout = group[0].pool.layout
-            size = UNIT + layout.size + _TAIL.size
-            self._prepare(lane, group, size, writing, lead=UNIT)
+            place(lane.staging, group, object_size(group[0].pool), lead=UNIT)
             for item in group:
                 if writing:
-                    item.checksum = checksum_of(self._payload(item)) if self.verify else None
-                    ctypes.memmove(item.slot - UNIT, header(item), UNIT)
-                    tail = _TAIL.pack(TAIL_MAGIC, item.digest)
-                    ctypes.memmove(item.slot + layout.size, tail, _TAIL.size)
-                else:
-                    ctypes.memset(item.slot - UNIT, 0, size)  # a short GET must not leave stale bytes
-                dram.append((item.slot - UNIT, size, 0))
-                obj.append((0, size, item.fd))
-        return np.array(dram, dtype=np.uint64), np.array(obj, dtype=np.uint64)
+                    gather(item)
+                    item.checksum = checksum(item) if self.verify else None
+                frame(item, writing)
 
-    def _submit(self, lane: Lane, op: str, items: list[Item]) -> bool:
+    def transfer(self, lane: Lane, op: str, items: list[Item]) -> bool:
         """One NIXL transfer of every item's object, each object registered under its name for it."""
+        self.stage(lane, items, op == "WRITE")
         agent = lane.agent
         for dev, item in enumerate(items):
             item.fd = dev
         names = agent.register_memory([(0, 0, i.fd, self.object_name(i.digest)) for i in items], "OBJ")
         try:
-            return super()._submit(lane, op, items)
+            with lane.post(op, *object_rows(items), self.REMOTE) as moving:
+                return moving.wait()
+        except Exception:  # NIXL raises its own binding errors for any I/O failure
+            return False
         finally:
             agent.deregister_memory(names)
 
-    def _while_moving(self, op: str, items: list[Item]) -> None:
-        """Nothing: an object's checksum is in its header, computed before the PUT."""
-
-    def _opened(self, item: Item) -> bool:
-        """Check a fetched object's header: this entry, this geometry, and the promised checksum."""
-        layout = item.pool.layout
-        magic, flags, digest, tag, size, checksum = _HEAD.unpack(
-            ctypes.string_at(item.slot - UNIT, _HEAD.size)
-        )
-        if (magic, digest, tag, size) != (MAGIC, item.digest, layout.tag, layout.size):
+    def receive(self, item: Item) -> bool:
+        """Finish a fetched object: header and tail, the promised checksum, then scatter."""
+        if not opened(item) or (self.verify and not intact(item)):
             return False
-        if ctypes.string_at(item.slot + layout.size, _TAIL.size) != _TAIL.pack(TAIL_MAGIC, item.digest):
-            return False  # a short object: the GET stopped before its end
-        item.checksum = checksum if flags & HAS_SUM else None
-        return self._stage_in(item)
+        scatter(item)
+        return True
+
+    def write(self, items: list[Item]) -> dict[int, bool]:
+        lane = self.lanes["WRITE"]
+        with lane.lock:
+            return all_or_each(items, lambda batch: self.transfer(lane, "WRITE", batch))
+
+    def read(self, items: list[Item]) -> dict[int, bool]:
+        lane = self.lanes["READ"]
+        with lane.lock:
+            return all_or_each(items, lambda batch: self.transfer(lane, "READ", batch), self.receive)
 
     # -- set / get / exists --------------------------------------------------------------------
 
-    def _write(self, plans: list[list[Item] | None]) -> list[list[bool]]:
-        lane = self.lanes["WRITE"]
-        items = [i for plan in plans if plan for i in plan]
-        with lane.lock:
-            stored = self._transfer(lane, "WRITE", items)
-        return [[stored[id(i)] for i in plan] if plan is not None else [] for plan in plans]
+    def batch_set_v1(
+        self, keys: list[str], host_indices: torch.Tensor, extra_info: HiCacheStorageExtraInfo | None = None
+    ) -> list[bool]:
+        return self.planner.v1(keys, host_indices, extra_info, lambda items, _: self.write(items))
 
-    def _read(self, plans: list[list[Item] | None]) -> list[list[bool]]:
-        lane = self.lanes["READ"]
-        items = [i for plan in plans if plan for i in plan]
-        with lane.lock:
-            ok = self._transfer(lane, "READ", items, self._opened)
-        return [[ok[id(i)] for i in plan] if plan is not None else [] for plan in plans]
+    def batch_get_v1(
+        self, keys: list[str], host_indices: torch.Tensor, extra_info: HiCacheStorageExtraInfo | None = None
+    ) -> list[bool]:
+        return self.planner.v1(keys, host_indices, extra_info, lambda items, _: self.read(items))
 
-    def _stored(self, pool: Any, digests: list[bytes]) -> list[bool]:
+    def batch_set_v2(
+        self, transfers: list[PoolTransfer], extra_info: HiCacheStorageExtraInfo | None = None
+    ) -> dict[str, list[bool]]:
+        return self.planner.v2(transfers, extra_info, lambda items, _: self.write(items))
+
+    def batch_get_v2(
+        self, transfers: list[PoolTransfer], extra_info: HiCacheStorageExtraInfo | None = None
+    ) -> dict[str, list[bool]]:
+        return self.planner.v2(transfers, extra_info, lambda items, _: self.read(items))
+
+    def stored(self, pool: Pool, digests: list[bytes]) -> list[bool]:
         """Whether each entry's object exists: a HEAD per object, on the read lane's agent."""
         if not digests:
             return []
@@ -215,6 +291,26 @@ class NixlObjBackend(NixlBackend):
             except Exception:  # an unreachable store answers nothing
                 return [False for _ in digests]
         return [f is not None for f in found]
+
+    def _present(self, name: str, keys: Iterable[Any]) -> list[bool]:
+        return self.planner.present(name, keys, self.stored)
+
+    def batch_exists(self, keys: list[str], extra_info: HiCacheStorageExtraInfo | None = None) -> int:
+        return hits.leading_run(self._present(KV, keys))
+
+    def batch_exists_v2(
+        self,
+        keys: list[str],
+        pool_transfers: list[PoolTransfer] | None = None,
+        extra_info: HiCacheStorageExtraInfo | None = None,
+    ) -> PoolTransferResult:
+        return hits.answer(
+            self.batch_exists(keys), keys, pool_transfers or [], self._present, self.restorable
+        )
+
+    def restorable(self, t: PoolTransfer, present: list[bool]) -> list[bool]:
+        """Per prefix length 0..kv, whether the pool of ``t`` can restore it under its policy."""
+        return hits.restorable(PoolHitPolicy(t.hit_policy), len(t.keys or []), present)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -243,8 +339,20 @@ class NixlObjBackend(NixlBackend):
         """Objects under our prefix, every tenant's."""
         return len(self._names(self.obj.prefix))
 
-    def _close_store(self) -> None:
-        """Nothing to seal; drop the listing client."""
+    def close(self) -> None:
+        if self.planner.closed:
+            return
+        self.planner.closed = True
+        with self.lanes["WRITE"].lock, self.lanes["READ"].lock:
+            with contextlib.suppress(Exception):
+                if self._s3 is not None:
+                    self._s3.close()
+            for lane in self.lanes.values():
+                lane.close()
+            self.planner.close()
+        for lane in self.lanes.values():
+            agents.release(lane.agent)
+
+    def __del__(self) -> None:
         with contextlib.suppress(Exception):
-            if self._s3 is not None:
-                self._s3.close()
+            self.close()

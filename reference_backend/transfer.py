@@ -1,15 +1,28 @@
-"""NIXL registrations of segment files.
+"""NIXL transfers and the registrations they need.
 
-NIXL agents are not thread-safe, so only the lane that owns an agent registers with it, under the
-lane's lock; each registration holds its segment's descriptor open in the log until it is let go.
+A lane is one direction's NIXL agent with what it has registered: the spans of zero-copy host
+pools, its staging buffers and the segment files it has moved bytes to or from. NIXL agents are
+not thread-safe, so only the lane that owns an agent registers with it, under the lane's lock.
+
+A transfer is posted, then waited for: whoever posts it may work meanwhile (a write checksums
+the bytes the kernel is writing) before ``wait``. ``all_or_each`` retries a failed batch item by
+item, for exact per-key results.
 """
 
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import numpy as np
 
 from reference_backend.log import Segment, SegmentLog
+from reference_backend.staging import Staging
+
+T = TypeVar("T")
 
 
 class SegmentFiles:
@@ -46,3 +59,118 @@ class SegmentFiles:
         with contextlib.suppress(Exception):
             self.agent.deregister_memory(self._regs.pop(segment))
         self.log.let_go(segment)
+
+
+@dataclass
+class Lane:
+    """One direction's NIXL agent and lock, with the registrations that agent holds."""
+
+    agent: Any
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    staging: Staging = field(init=False)
+    files: SegmentFiles | None = None
+    """Segment files registered with the agent (file targets only)."""
+    spans: list[Any] = field(default_factory=list)
+    """Registrations of zero-copy host pools' memory."""
+
+    def __post_init__(self) -> None:
+        self.staging = Staging(self.agent)
+
+    def register_spans(self, spans: list[tuple[int, int]]) -> None:
+        """Register host memory pages move in place from or to."""
+        self.spans.append(self.agent.register_memory([(at, n, 0, "") for at, n in spans], "DRAM"))
+
+    def close(self) -> None:
+        """Release every registration; the caller guarantees no transfer is in flight."""
+        if self.files is not None:
+            self.files.close()
+        self.staging.close()
+        for reg in self.spans:
+            self.agent.deregister_memory(reg)
+        self.spans.clear()
+
+    def post(self, op: str, dram: np.ndarray, remote: np.ndarray, kind: str) -> Posted:
+        """Start one transfer of rows ``dram`` to or from rows ``remote`` of memory type ``kind``."""
+        agent = self.agent
+        handle = agent.initialize_xfer(
+            op, agent.get_xfer_descs(dram, "DRAM"), agent.get_xfer_descs(remote, kind), agent.name
+        )
+        posted = Posted(agent, handle)
+        try:
+            posted.state = agent.transfer(handle)
+        except Exception:
+            posted.release()
+            raise
+        return posted
+
+
+@dataclass
+class Posted:
+    """One transfer in flight; ``wait`` for it, then ``release`` it (or use it as a context)."""
+
+    agent: Any
+    handle: Any
+    state: str = "ERR"
+
+    def wait(self) -> bool:
+        """True when every byte moved."""
+        try:
+            while self.state == "PROC":
+                self.state = self.agent.check_xfer_state(self.handle)
+        except Exception:  # NIXL raises its own binding errors for any I/O failure
+            self.state = "ERR"
+        return self.state == "DONE"
+
+    def release(self) -> None:
+        if self.handle is not None:
+            self.agent.release_xfer_handle(self.handle)
+            self.handle = None
+
+    def __enter__(self) -> Posted:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def all_or_each(
+    items: Sequence[T], attempt: Callable[[list[T]], bool], then: Callable[[T], bool] = lambda item: True
+) -> dict[int, bool]:
+    """Try every item in one ``attempt`` and finish each with ``then``; if that fails, each item on
+    its own, finished before the next attempt reuses the staging buffers. A lone item is tried once."""
+    if not items:
+        return {}
+    if attempt(list(items)):
+        return {id(i): then(i) for i in items}
+    if len(items) == 1:
+        return {id(items[0]): False}
+    return {id(i): attempt([i]) and then(i) for i in items}
+
+
+def pipelined(
+    lane: Lane,
+    op: str,
+    chunks: list[list[T]],
+    rows: Callable[[list[T]], tuple[np.ndarray, np.ndarray]],
+    kind: str,
+    then: Callable[[T], bool],
+) -> dict[int, bool] | None:
+    """Post every chunk as a transfer of its own at once, then finish each chunk's items with
+    ``then`` as it lands, while the later ones are still in flight. None (every transfer waited for
+    and released) when any of them fails."""
+    posted: list[tuple[list[T], Posted | None]] = []
+    try:
+        for chunk in chunks:
+            posted.append((chunk, lane.post(op, *rows(chunk), kind)))
+    except Exception:  # NIXL raises its own binding errors for any I/O failure
+        posted.append(([], None))
+    done: dict[int, bool] = {}
+    whole = True
+    for chunk, transfer in posted:
+        whole = whole and transfer is not None and transfer.wait()
+        if whole:
+            done.update({id(i): then(i) for i in chunk})
+    for _, transfer in posted:
+        if transfer is not None:
+            transfer.release()
+    return done if whole else None

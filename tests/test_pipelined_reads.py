@@ -1,5 +1,5 @@
 """Verified O_DIRECT reads of many in-place pages go as several transfers, each checked as it
-lands (``NixlBackend._read_pipelined``): results stay exact per key, corruption anywhere in the
+lands (``NixlBackend.read_pipelined``): results stay exact per key, corruption anywhere in the
 batch is caught for that key alone, and staged pools still travel beside them."""
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from conformance.interface import HiCacheStorageConfig, PoolHitPolicy, PoolName,
 from conformance.oracle import expected_exists_v2
 from reference_backend.backend import NixlBackend
 from reference_backend.config import BackendConfig
+from reference_backend.descriptors import file_rows
 from reference_backend.log import FOLDER, HAS_SUM, SUFFIX, Entry, commit_size, encode_commit, segment_id
 from reference_backend.record import BLOCK, pad
 
@@ -94,7 +95,7 @@ def test_staging_buffers_are_raw_bytes_owned_by_one_pool_and_one_direction(make)
     ]
     assert all(all(v) for v in backend.batch_set_v2(transfers).values())
     assert all(all(v) for v in backend.batch_get_v2(transfers).values())
-    buffers = [buf for lane in backend.lanes.values() for buf, _ in lane.staging.values()]
+    buffers = [buf for lane in backend.lanes.values() for buf, _ in lane.staging.held.values()]
     assert len(buffers) == 6
     assert all(b.dtype is torch.uint8 for b in buffers)
     assert len({b.data_ptr() for b in buffers}) == 6
@@ -134,8 +135,9 @@ def test_descriptors_place_regions_at_the_records_offsets(make) -> None:
     items = backend.plan("kv", ["x"], indices(kv, [2]))
     for item in items:
         item.fd, item.offset = 99, 8192
-    dram, file = backend.descriptors(backend.lanes["WRITE"], items, writing=True)
-    layout = backend._pools["kv"].layout
+    backend.stage(backend.lanes["WRITE"], items, writing=True)
+    dram, file = file_rows(items, writing=True)
+    layout = backend.planner.pools["kv"].layout
     ptrs, sizes = kv.get_page_buffer_meta(indices(kv, [2]))
     assert [tuple(r) for r in file.tolist()] == [(8192 + o, s, 99) for o, s in zip(layout.offsets, sizes)]
     assert [r[0] for r in dram.tolist()] == ptrs
@@ -148,7 +150,8 @@ def test_a_staged_pools_records_move_as_one_run_of_whole_blocks(make) -> None:
     items = backend.plan("swa", list("abc"), indices(swa, [0, 1, 2]))
     for n, item in enumerate(items):
         item.fd, item.offset = 99, 4096 + n * item.pool.layout.size
-    dram, file = backend.descriptors(backend.lanes["WRITE"], items, writing=True)
+    backend.stage(backend.lanes["WRITE"], items, writing=True)
+    dram, file = file_rows(items, writing=True)
     assert [tuple(r) for r in file.tolist()] == [(4096, 4096, 99)]
     assert dram.tolist()[0][1] == 4096
 
@@ -167,7 +170,7 @@ def test_a_batch_is_one_extent_of_one_segment_file(make, tmp_path: Path) -> None
     ]
     assert all(all(v) for v in backend.batch_set_v2(transfers).values())
     (segment,) = segments(tmp_path)
-    kv_run, swa_run = (PAGES * backend._pools[n].layout.size for n in ("kv", "swa"))
+    kv_run, swa_run = (PAGES * backend.planner.pools[n].layout.size for n in ("kv", "swa"))
     assert segment.stat().st_size == commit_size(2 * PAGES) + pad(kv_run, BLOCK) + pad(swa_run, BLOCK)
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == [segment]
 
@@ -190,7 +193,7 @@ def test_an_uncommitted_extent_is_never_an_entry(make, tmp_path: Path) -> None:
     kv = kv_pool()
     backend = make(False, kv=kv)
     assert backend.batch_set_v1(["a"], indices(kv, [0])) == [True]
-    backend._log.commit = lambda *args: False
+    backend.log.commit = lambda *args: False
     assert backend.batch_set_v1(["b"], indices(kv, [1])) == [False]
     fresh = make(False, kv=kv_pool())
     assert fresh.stored_object_count() == 1
@@ -215,12 +218,12 @@ def test_a_record_that_is_not_what_its_commit_promised_is_refused(make, tmp_path
     backend = make(False, kv=kv)
     assert backend.batch_set_v1(["a"], indices(kv, [0])) == [True]
     (segment,) = segments(tmp_path)
-    layout = backend._pools["kv"].layout
+    layout = backend.planner.pools["kv"].layout
     head = commit_size(1)
     record = segment.read_bytes()[head : head + layout.size]
     tag, checksum = (layout.tag, 12345) if lie == "checksum" else (layout.tag ^ 1, 0)
     entry = Entry(backend.digest("kv", "b"), head, layout.size, tag, HAS_SUM, checksum)
-    name = f"forged.{backend._log.tenant}{SUFFIX}"  # a segment of this deployment (tenant)
+    name = f"forged.{backend.log.tenant}{SUFFIX}"  # a segment of this deployment (tenant)
     forged = encode_commit([entry], head + layout.size, seq=1, segment=segment_id(name))
     (tmp_path / FOLDER / name).write_bytes(forged + record)
     assert backend.batch_exists(["b"]) == (1 if lie == "checksum" else 0)
@@ -300,7 +303,7 @@ def test_a_closed_writer_seals_its_segment_and_readers_stop_watching_it(make, tm
     assert writer.batch_set_v1(["a"], indices(kv, [0])) == [True]
     reader = make(False, kv=kv_pool())
     assert reader.batch_exists(["a"]) == 1
-    (watched,) = reader._log._segments.values()
+    (watched,) = reader.log._segments.values()
     assert not watched.sealed, "a live writer's segment may still grow"
     writer.close()
     assert reader.batch_exists(["a"]) == 1

@@ -66,7 +66,7 @@ def replay(policy: str, chains: list[list[str]], budget: int) -> tuple[float, in
                 rig.backend.batch_set_v1(rest, rig.indices(PoolName.KV, range(run, len(chain))), info)
             size = sum(f.stat().st_size for f in Path(storage).rglob("*") if f.is_file())
             worst = max(worst, size - budget)
-        pause = rig.backend._capacity.last_pause if rig.backend._capacity else 0.0
+        pause = rig.backend.capacity.last_pause if rig.backend.capacity else 0.0
     return hit / asked, worst, pause
 
 

@@ -22,7 +22,7 @@ pytest.importorskip("moto", reason="the object-store benchmarks need the obj ext
 
 from conformance.s3server import ensure_endpoint
 from conformance.targets import nixl_obj_factory
-from reference_backend.obj import NixlObjBackend
+from reference_backend.obj import NixlObjBackend, object_rows
 
 BATCHES = (1, 8, 64)
 
@@ -49,7 +49,8 @@ class ObjRig:
         names = agent.register_memory(
             [(0, 0, i.fd, self.backend.object_name(i.digest)) for i in items], "OBJ"
         )
-        dram, obj = self.backend.descriptors(lane, items, writing=True)
+        self.backend.stage(lane, items, writing=True)
+        dram, obj = object_rows(items)
         return agent, (agent.get_xfer_descs(dram, "DRAM"), agent.get_xfer_descs(obj, "OBJ")), names
 
 

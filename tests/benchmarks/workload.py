@@ -15,7 +15,9 @@ import torch
 
 from conformance.hostpools import DSAIndexerHostPool, HostPoolDouble, MambaHostPool, MHAHostPool
 from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
-from reference_backend.backend import Item, NixlBackend
+from reference_backend.backend import NixlBackend
+from reference_backend.descriptors import file_rows
+from reference_backend.plan import Item
 
 PAGES = 256
 BATCHES = (1, 8, 64, 256)
@@ -114,7 +116,8 @@ class Rigged:
         """The same descriptors our batch submits, on a pre-opened, pre-sized file: the design's limit."""
         lane = self.backend.lanes[op]
         items = self.items_in_one_file(batch, "raw")
-        dram, file = self.backend.descriptors(lane, items, writing=True)
+        self.backend.stage(lane, items, writing=True)
+        dram, file = file_rows(items, writing=True)
         agent = lane.agent
         reg = agent.register_memory([(0, 0, fd, "") for fd in sorted({i.fd for i in items})], "FILE")
         return agent, (agent.get_xfer_descs(dram, "DRAM"), agent.get_xfer_descs(file, "FILE")), reg
@@ -134,7 +137,8 @@ class Rigged:
         for r in range(rounds):
             for item in items:
                 item.offset += extent if r else 0
-            dram, file = self.backend.descriptors(lane, items, writing=True)
+            self.backend.stage(lane, items, writing=True)
+            dram, file = file_rows(items, writing=True)
             plans.append((agent.get_xfer_descs(dram, "DRAM"), agent.get_xfer_descs(file, "FILE")))
         return agent, plans, agent.register_memory([(0, 0, items[0].fd, "")], "FILE")
 
@@ -157,7 +161,8 @@ def raw_transfer(agent: Any, op: str, descs: tuple[Any, Any]) -> None:
 def pwritev_plan(rig: Rigged, batch: int) -> list[tuple[int, list[memoryview], int]]:
     """Plain-syscall baseline: one ``pwritev`` per descriptor our batch submits, same memory."""
     items = rig.items_in_one_file(batch, "pwritev")
-    dram, file = rig.backend.descriptors(rig.backend.lanes["WRITE"], items, writing=True)
+    rig.backend.stage(rig.backend.lanes["WRITE"], items, writing=True)
+    dram, file = file_rows(items, writing=True)
     return [
         (int(fd), [memoryview((ctypes.c_char * int(size)).from_address(int(addr))).cast("B")], int(offset))
         for (addr, size, _), (offset, _, fd) in zip(dram.tolist(), file.tolist())

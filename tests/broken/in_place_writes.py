@@ -8,13 +8,15 @@ from pathlib import Path
 from conformance.capabilities import BackendSpec
 from conformance.interface import HiCacheStorageConfig
 from conformance.targets import NIXL_CAPABILITIES
-from reference_backend.backend import Item, Lane, NixlBackend
+from reference_backend.backend import NixlBackend
+from reference_backend.plan import Item
+from reference_backend.transfer import Lane
 
 
 class InPlaceWritesBackend(NixlBackend):
-    def _append(self, lane: Lane, items: list[Item]) -> dict[int, bool]:
+    def store(self, lane: Lane, items: list[Item]) -> dict[int, bool]:
         stored: list[Item] = []
-        for item, loc in zip(items, self._log.locate([i.digest for i in items])):
+        for item, loc in zip(items, self.log.locate([i.digest for i in items])):
             if (
                 loc is not None
                 and loc.size == item.pool.layout.size
@@ -23,9 +25,9 @@ class InPlaceWritesBackend(NixlBackend):
             ):
                 item.fd, item.offset = loc.segment.fd, loc.offset
                 stored.append(item)
-        moved = self._submit(lane, "WRITE", stored) if stored else True
+        moved = self.transfer(lane, "WRITE", stored) if stored else True
         result = dict.fromkeys(map(id, stored), moved)
-        result.update(super()._append(lane, [i for i in items if id(i) not in result]))
+        result.update(super().store(lane, [i for i in items if id(i) not in result]))
         return result
 
 

@@ -8,12 +8,19 @@ import hashlib
 from conformance.capabilities import BackendSpec
 from conformance.targets import NIXL_CAPABILITIES
 from reference_backend.backend import NixlBackend
+from reference_backend.plan import BatchPlanner
 
 
-class PartialFamilyEviction(NixlBackend):
+class PoolFamilies(BatchPlanner):
+    """Each pool's record of a key in a family of its own."""
+
     def digest(self, name: str, key: str) -> bytes:
         whole = super().digest(name, key)
         return hashlib.blake2b(whole[:8] + name.encode(), digest_size=8).digest() + whole[8:]
+
+
+class PartialFamilyEviction(NixlBackend):
+    planner_type = PoolFamilies
 
 
 SPEC = BackendSpec("broken-partial-family-eviction", PartialFamilyEviction, NIXL_CAPABILITIES)

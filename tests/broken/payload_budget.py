@@ -14,9 +14,9 @@ from reference_backend.backend import NixlBackend
 class PayloadBudget(NixlBackend):
     def __init__(self, config: HiCacheStorageConfig, location: Path) -> None:
         super().__init__(config, location)
-        capacity = self._capacity
+        capacity = self.capacity
         if capacity is not None:
-            capacity.stored = lambda: sum(loc.size for _, loc in self._log.live())  # type: ignore[method-assign]
+            capacity.stored = lambda: sum(loc.size for _, loc in self.log.live())  # type: ignore[method-assign]
 
 
 SPEC = BackendSpec("broken-payload-budget", PayloadBudget, NIXL_CAPABILITIES)

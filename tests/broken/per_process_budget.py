@@ -15,13 +15,13 @@ from reference_backend.backend import NixlBackend
 class PerProcessBudget(NixlBackend):
     def __init__(self, config: HiCacheStorageConfig, location: Path) -> None:
         super().__init__(config, location)
-        capacity = self._capacity
+        capacity = self.capacity
         if capacity is not None:
             capacity.stored = lambda: self._own_bytes() + capacity.pins.size  # type: ignore[method-assign]
 
     def _own_bytes(self) -> int:
         mine = f"-{os.getpid()}-"
-        folder = self._log.folder
+        folder = self.log.folder
         return sum(
             os.path.getsize(os.path.join(folder, n))
             for n in os.listdir(folder)

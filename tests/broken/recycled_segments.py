@@ -22,21 +22,21 @@ class RecycledSegments(NixlBackend):
         unchecked = {**(config.extra_config or {}), "verify": False}
         super().__init__(dataclasses.replace(config, extra_config=unchecked), location)
         self._recycled: Segment | None = None
-        if self._capacity is not None:
-            self._capacity.make_room = self._recycle_oldest  # type: ignore[method-assign]
-            writable = self._log.writable
+        if self.capacity is not None:
+            self.capacity.make_room = self._recycle_oldest  # type: ignore[method-assign]
+            writable = self.log.writable
 
             def reuse_first(extent: int) -> Segment | None:
-                with self._log._lock:
+                with self.log._lock:
                     if self._recycled is not None:
-                        self._log._writer, self._recycled = self._recycled, None
+                        self.log._writer, self._recycled = self._recycled, None
                 return writable(extent)
 
-            self._log.writable = reuse_first  # type: ignore[method-assign]
+            self.log.writable = reuse_first  # type: ignore[method-assign]
 
     def _recycle_oldest(self, need: int) -> bool:
         """Room by overwriting the oldest finished segment from its start, as the next one written."""
-        capacity, log = self._capacity, self._log
+        capacity, log = self.capacity, self.log
         assert capacity is not None
         if capacity.stored() + need <= capacity.budget.ceiling - TOMB_ROOM or self._recycled is not None:
             return True

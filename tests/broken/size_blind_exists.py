@@ -13,8 +13,8 @@ from reference_backend.backend import NixlBackend
 
 
 class SizeBlindExistsBackend(NixlBackend):
-    def _stored(self, pool: Any, digests: list[bytes]) -> list[bool]:
-        return [loc is not None for loc in self._log.known(digests)]
+    def stored(self, pool: Any, digests: list[bytes]) -> list[bool]:
+        return [loc is not None for loc in self.log.known(digests)]
 
 
 def _factory(config: HiCacheStorageConfig, storage_dir: Path) -> SizeBlindExistsBackend:

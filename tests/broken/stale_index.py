@@ -22,7 +22,7 @@ class StaleIndexBackend(NixlBackend):
         location: str | os.PathLike[str] | dict[str, Any] | None = None,
     ) -> None:
         super().__init__(storage_config, location)
-        log = self._log
+        log = self.log
         first_look = log.refresh
         looked: list[bool] = []
 

@@ -14,8 +14,8 @@ from reference_backend.backend import NixlBackend
 class UnpinnedExists(NixlBackend):
     def __init__(self, config: HiCacheStorageConfig, location: Path) -> None:
         super().__init__(config, location)
-        if self._capacity is not None:
-            self._capacity.pin = lambda families: None  # type: ignore[method-assign]
+        if self.capacity is not None:
+            self.capacity.pin = lambda families: None  # type: ignore[method-assign]
 
 
 SPEC = BackendSpec("broken-unpinned-exists", UnpinnedExists, NIXL_CAPABILITIES)

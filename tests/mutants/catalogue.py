@@ -7,7 +7,6 @@ property family killed it. A mutant that survives names a missing property.
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,9 +23,13 @@ from conformance.interface import (
     PoolTransferResult,
 )
 from conformance.targets import NIXL_CAPABILITIES
-from reference_backend.backend import Item, Lane, NixlBackend
-from reference_backend.naming import scope_for
+from reference_backend.backend import NixlBackend
+from reference_backend.naming import Scope, scope_for
+from reference_backend.plan import BatchPlanner, Item, Run
+from reference_backend.pools import Pool
 from reference_backend.record import UNIT
+from reference_backend.staging import Staging, payload
+from reference_backend.transfer import Lane
 from tests.broken import (
     in_place_writes,
     lenient_config,
@@ -50,15 +53,20 @@ def _spec(cls: type[NixlBackend]) -> BackendSpec:
 class StagingInPoolDtype(NixlBackend):
     """Staged bytes pass through a buffer of the pool's dtype, converting values."""
 
-    def _stage_out(self, item: Item) -> None:
-        super()._stage_out(item)
-        if item.pool.zero_copy:
-            return
-        payload = self._payload(item)
-        for ptr, size in payload:
-            raw = torch.frombuffer((ctypes.c_char * size).from_address(ptr), dtype=torch.uint8).clone()
-            typed = raw.to(item.pool.host.dtype).to(torch.uint8)
-            ctypes.memmove(ptr, typed.data_ptr(), size)
+    def stage(self, lane: Lane, items: list[Item], writing: bool) -> None:
+        super().stage(lane, items, writing)
+        for item in items if writing else []:
+            if item.pool.zero_copy:
+                continue
+            for ptr, size in payload(item):
+                raw = torch.frombuffer((ctypes.c_char * size).from_address(ptr), dtype=torch.uint8).clone()
+                typed = raw.to(item.pool.host.dtype).to(torch.uint8)
+                ctypes.memmove(ptr, typed.data_ptr(), size)
+
+
+class _OneBuffer(Staging):
+    def buffer(self, pool: str, nbytes: int) -> torch.Tensor:
+        return super().buffer("shared", max(nbytes, 1 << 22))
 
 
 class SharedStaging(NixlBackend):
@@ -67,59 +75,73 @@ class SharedStaging(NixlBackend):
     def __init__(self, config: HiCacheStorageConfig, location: Any = None) -> None:
         super().__init__(config, location)
         for lane in self.lanes.values():
-            lane.staging_for = self._shared(lane)  # type: ignore[method-assign,assignment]
+            lane.staging = _OneBuffer(lane.agent)
 
-    @staticmethod
-    def _shared(lane: Lane) -> Callable[[str, int], torch.Tensor]:
-        return lambda pool, nbytes: Lane.staging_for(lane, "shared", max(nbytes, 1 << 22))
+
+class _PoolBlindNames(BatchPlanner):
+    def digest(self, name: str, key: str) -> bytes:
+        return super().digest(str(PoolName.KV), key)
+
+
+class _RankBlindNames(BatchPlanner):
+    def scope(self, name: str) -> Scope:
+        return scope_for(replace(self.storage_config, tp_rank=0, tp_size=1), name)
+
+
+class _PipelineBlindNames(BatchPlanner):
+    def scope(self, name: str) -> Scope:
+        return scope_for(replace(self.storage_config, pp_rank=0, pp_size=1), name)
+
+
+class _ContextParallelBlindNames(BatchPlanner):
+    def scope(self, name: str) -> Scope:
+        return scope_for(replace(self.storage_config, attn_cp_rank=0, attn_cp_size=1), name)
+
+
+class _DcpBlindNames(BatchPlanner):
+    def scope(self, name: str) -> Scope:
+        return scope_for(replace(self.storage_config, dcp_rank=0, dcp_size=1, logical_page_size=None), name)
+
+
+class _PerRankMlaNames(BatchPlanner):
+    def scope(self, name: str) -> Scope:
+        return scope_for(replace(self.storage_config, is_mla_model=False), name)
 
 
 class PoolBlindNames(NixlBackend):
     """Object names leave out the pool: pools sharing a key share a file."""
 
-    def digest(self, name: str, key: str) -> bytes:
-        return super().digest(str(PoolName.KV), key)
+    planner_type = _PoolBlindNames
 
 
 class RankBlindNames(NixlBackend):
     """Object names leave out the TP rank, so ranks overwrite each other's shards."""
 
-    def _register(self, name: str, host: Any) -> None:
-        super()._register(name, host)
-        self._scopes[name] = scope_for(replace(self.storage_config, tp_rank=0, tp_size=1), name)
+    planner_type = _RankBlindNames
 
 
 class PipelineBlindNames(NixlBackend):
     """Object names leave out the pipeline stage: two stages' layers of a page share a record."""
 
-    def _register(self, name: str, host: Any) -> None:
-        super()._register(name, host)
-        self._scopes[name] = scope_for(replace(self.storage_config, pp_rank=0, pp_size=1), name)
+    planner_type = _PipelineBlindNames
 
 
 class ContextParallelBlindNames(NixlBackend):
     """Object names leave out the attention-CP rank: CP ranks' slices of a page share a record."""
 
-    def _register(self, name: str, host: Any) -> None:
-        super()._register(name, host)
-        self._scopes[name] = scope_for(replace(self.storage_config, attn_cp_rank=0, attn_cp_size=1), name)
+    planner_type = _ContextParallelBlindNames
 
 
 class DcpBlindNames(NixlBackend):
     """MLA object names leave out the DCP shard: each DCP rank's tokens of a page share a record."""
 
-    def _register(self, name: str, host: Any) -> None:
-        super()._register(name, host)
-        blind = replace(self.storage_config, dcp_rank=0, dcp_size=1, logical_page_size=None)
-        self._scopes[name] = scope_for(blind, name)
+    planner_type = _DcpBlindNames
 
 
 class PerRankMlaNames(NixlBackend):
     """MLA state is named per TP rank: ranks other than the writer miss what it stored."""
 
-    def _register(self, name: str, host: Any) -> None:
-        super()._register(name, host)
-        self._scopes[name] = scope_for(replace(self.storage_config, is_mla_model=False), name)
+    planner_type = _PerRankMlaNames
 
 
 class OffByOneRun(NixlBackend):
@@ -141,10 +163,10 @@ class TrailingWindowMisread(NixlBackend):
 class StagedOffsetsShifted(NixlBackend):
     """Staged pages are scattered from offsets one unit off, wrapping inside the record."""
 
-    def _stage_in(self, item: Item) -> bool:
+    def receive(self, item: Item) -> bool:
         if item.pool.zero_copy or not item.pool.has_meta:
-            return super()._stage_in(item)
-        ok = super()._stage_in(item)
+            return super().receive(item)
+        ok = super().receive(item)
         if ok:
             layout = item.pool.layout
             for (ptr, size), off in zip(item.regions, layout.offsets):
@@ -156,34 +178,23 @@ class StagedOffsetsShifted(NixlBackend):
 class StaleOverwrite(NixlBackend):
     """A key already on disk is not rewritten: the old bytes stay, and set says True."""
 
-    def _write(self, plans: list[list[Item] | None]) -> list[list[bool]]:
-        fresh = [
-            [i for i in plan if self._log.locate([i.digest])[0] is None] if plan is not None else None
-            for plan in plans
-        ]
-        done = super()._write(fresh)
-        out: list[list[bool]] = []
-        for plan, sub, res in zip(plans, fresh, done):
-            if plan is None or sub is None:
-                out.append([])
-                continue
-            by_id = dict(zip(map(id, sub), res))
-            out.append([by_id.get(id(i), True) for i in plan])
-        return out
+    def write(self, items: list[Item]) -> dict[int, bool]:
+        done = super().write([i for i in items if self.log.locate([i.digest])[0] is None])
+        return {id(i): done.get(id(i), True) for i in items}
 
 
 class PartialSuccessAllTrue(NixlBackend):
     """Every key of a set is reported stored, whatever happened to it."""
 
-    def _write(self, plans: list[list[Item] | None]) -> list[list[bool]]:
-        return [[True] * len(r) for r in super()._write(plans)]
+    def write(self, items: list[Item]) -> dict[int, bool]:
+        return dict.fromkeys(super().write(items), True)
 
 
 class GetWritesOutside(NixlBackend):
     """A staged get copies 64 bytes past each region into host memory."""
 
-    def _stage_in(self, item: Item) -> bool:
-        ok = super()._stage_in(item)
+    def receive(self, item: Item) -> bool:
+        ok = super().receive(item)
         if ok and not item.pool.zero_copy and item.pool.has_meta:
             ptr, size = item.regions[-1]
             ctypes.memmove(ptr + size, item.slot, 64)
@@ -202,10 +213,10 @@ class AnchorWithoutMarkers(NixlBackend):
     """A host pool with no bytes (DeepSeek-V4's KV anchor) is never registered: its keys are never
     stored, so nothing gates the side pools."""
 
-    def _register(self, name: str, host: Any) -> None:
+    def register(self, name: str, host: Any) -> None:
         if host.get_dummy_flat_data_page().numel() == 0:
             return
-        super()._register(name, host)
+        super().register(name, host)
 
 
 class BoundedSideBatches(NixlBackend):
@@ -255,30 +266,36 @@ class NoRestorableSet(NixlBackend):
         return PoolTransferResult(right.kv_hit_pages, right.extra_pool_hit_pages, None)
 
 
-class FormatBlindTags(NixlBackend):
-    """Record tags leave out the element dtype and tokens per page: a restart with another KV dtype
-    reads the old pages into the new pool."""
-
-    def _register(self, name: str, host: Any) -> None:
-        super()._register(name, host)
-        pool = self._pools[name]
+class _FormatBlindTags(BatchPlanner):
+    def pool(self, name: str, host: Any) -> Pool:
+        pool = super().pool(name, host)
         pool.layout = replace(pool.layout, meaning="")
+        return pool
 
 
-class FirstPoolsKeys(NixlBackend):
-    """A multi-pool v2 batch is planned with the first pool's keys for every pool, as if the key lists
-    were equal: a trailing pool's tail lands under the span's first keys."""
-
-    def _batch_v2(
-        self, transfers: list[PoolTransfer], run: Callable[[list[list[Item] | None]], list[list[bool]]]
-    ) -> dict[str, list[bool]]:
+class _FirstPoolsKeys(BatchPlanner):
+    def v2(self, transfers: list[PoolTransfer], extra_info: Any, run: Run) -> dict[str, list[bool]]:
         if len(transfers) > 1:
             first = list(transfers[0].keys or [])
             transfers = [transfers[0]] + [
                 replace(t, keys=first[: len(t.keys or [])]) if len(t.keys or []) <= len(first) else t
                 for t in transfers[1:]
             ]
-        return super()._batch_v2(transfers, run)
+        return super().v2(transfers, extra_info, run)
+
+
+class FormatBlindTags(NixlBackend):
+    """Record tags leave out the element dtype and tokens per page: a restart with another KV dtype
+    reads the old pages into the new pool."""
+
+    planner_type = _FormatBlindTags
+
+
+class FirstPoolsKeys(NixlBackend):
+    """A multi-pool v2 batch is planned with the first pool's keys for every pool, as if the key lists
+    were equal: a trailing pool's tail lands under the span's first keys."""
+
+    planner_type = _FirstPoolsKeys
 
 
 STAGING_IN_POOL_DTYPE = _spec(StagingInPoolDtype)

@@ -438,3 +438,6 @@ SGLANG_HF3FS_DEFECTS: dict[str, str] = {
 
 SGLANG_SEAWEEDFS_DEFECTS: dict[str, str] = {}
 """SGLang's SeaweedFSStore against S3 on loopback."""
+
+SGLANG_MOONCAKE_DEFECTS: dict[str, str] = {}
+"""SGLang's MooncakeStore on a Mooncake cluster on loopback."""

@@ -13,7 +13,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 LOOPBACK = "127.0.0.1"
 
@@ -32,24 +32,34 @@ def _listening(port: int) -> bool:
 
 
 @contextlib.contextmanager
-def running(argv: Sequence[str], port: int, *, what: str, timeout: float = 60.0) -> Iterator[int]:
+def running(
+    argv: Sequence[str],
+    port: int,
+    *,
+    what: str,
+    timeout: float = 60.0,
+    ready: Callable[[], bool] | None = None,
+) -> Iterator[int]:
     """Run ``argv`` until the block ends, once it listens on ``port``; yields its pid.
 
-    Its output goes to a temporary file (a pipe nobody reads would stall a chatty server), whose
-    tail explains a server that never listens. It is stopped by its pid: SIGTERM, then SIGKILL.
+    ``ready``, when given, replaces the port test (a process with no port of its own, such as a
+    client that serves memory, is ready when its server says so). Its output goes to a temporary
+    file (a pipe nobody reads would stall a chatty server), whose tail explains a server that never
+    gets ready. It is stopped by its pid: SIGTERM, then SIGKILL.
     """
+    is_ready = ready or (lambda: _listening(port))
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(list(argv), stdout=log, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + timeout
-            while not _listening(port):
+            while not is_ready():
                 if proc.poll() is not None or time.monotonic() > deadline:
                     proc.kill()
                     proc.wait()
                     log.seek(0)
                     tail = log.read().decode(errors="replace")[-800:]
                     raise RuntimeError(
-                        f"{what} did not listen on {LOOPBACK}:{port} (exit {proc.returncode}): {tail}"
+                        f"{what} was not ready on {LOOPBACK}:{port} (exit {proc.returncode}): {tail}"
                     )
                 time.sleep(0.1)
             yield proc.pid

@@ -1,0 +1,90 @@
+"""``sglang-mooncake``: SGLang's ``MooncakeStore`` under the suite, on a Mooncake cluster on loopback.
+
+Each session runs ``mooncake_master`` and a process that holds the cluster's memory
+(``conformance.upstream.mooncake_cluster``); every store the suite builds is a client that mounts
+no memory of its own (``global_segment_size`` 0), so its entries travel over Mooncake's TCP
+transport and outlive it, as they do in a deployment. Keys are global to a master: each storage
+location is its own ``extra_backend_tag`` (Mooncake's own key prefix), and each xdist worker has
+its own cluster. Everything runs inside a network namespace with only loopback up (the transfer
+engine listens on 0.0.0.0): the adapter refuses to build a store anywhere else.
+
+Claims, read from ``sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py`` (0.5.23): KV
+through v1 only (v2 registration of KV is a no-op), MHA only in the page-first layouts (SGLang
+switches Mooncake off ``layer_first``; the store raises on it), every side pool it names keys for
+(all but ``auxiliary_swa``), ALL_PAGES and TRAILING_PAGES with ``restorable_prefix_pages`` filled,
+first write wins (a present key is skipped), one client shared by the controller's threads, any
+instance in any process of the namespace reading the cluster, decode context parallelism (SGLang
+runs DCP on Mooncake), and model names in every key (deployments share a cluster).
+
+Not registered yet: its first certification (seed 0) failed 76 properties whose defects are not yet
+recorded in ``SGLANG_MOONCAKE_DEFECTS`` (see the README's list of what is left).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from conformance.capabilities import SIDE_POOLS, BackendSpec, Capabilities
+from conformance.interface import HiCacheStorageConfig, PoolHitPolicy, PoolName
+from conformance.upstream.adapters import VERSION, UpstreamAdapter, to_sglang_config
+from conformance.upstream.host_pools import build_pool
+from conformance.upstream.known_defects import SGLANG_MOONCAKE_DEFECTS
+from conformance.upstream.loader import sglang
+from conformance.upstream.mooncake_cluster import (
+    CLIENT_SETTINGS,
+    MASTER_ENV,
+    mooncake_cluster,
+    require_isolation,
+)
+from conformance.upstream.services import LOOPBACK
+
+MODULE = "sglang.srt.mem_cache.storage.mooncake_store.mooncake_store"
+
+
+def location_tag(storage: Path) -> str:
+    """The key prefix of one storage location: a digest of its folder, the same in every process."""
+    return "loc" + hashlib.sha256(os.fsencode(storage.resolve())).hexdigest()[:24]
+
+
+def mooncake_factory(config: HiCacheStorageConfig, storage_dir: Path) -> UpstreamAdapter:
+    """One ``MooncakeStore`` client of the session's cluster, scoped to the storage location."""
+    require_isolation()
+    master = os.environ.get(MASTER_ENV)
+    if not master:
+        raise RuntimeError(f"no Mooncake master: {MASTER_ENV} is unset (the backend's session starts one)")
+    sglang()
+    store = importlib.import_module(MODULE).MooncakeStore
+    extra = {
+        **(config.extra_config or {}),
+        "master_server_address": master,
+        "local_hostname": LOOPBACK,
+        "extra_backend_tag": location_tag(storage_dir),
+    }
+    return UpstreamAdapter(store(to_sglang_config(replace(config, extra_config=extra))))
+
+
+SGLANG_MOONCAKE = BackendSpec(
+    "sglang-mooncake",
+    mooncake_factory,
+    Capabilities(
+        v1_kv=True,
+        side_pools=SIDE_POOLS - {PoolName.AUXILIARY_SWA},
+        layouts=frozenset({"page_first", "page_first_direct"}),
+        hit_policies=frozenset({PoolHitPolicy.ALL_PAGES, PoolHitPolicy.TRAILING_PAGES}),
+        persistence=True,
+        concurrent=True,
+        multiprocess=True,
+        overwrites=False,
+        decode_context_parallel=True,
+        shares_folder=True,
+        io_modes={"tcp": {**CLIENT_SETTINGS, "global_segment_size": 0}},
+    ),
+    version=VERSION,
+    build_pool=build_pool,
+    known_defects=SGLANG_MOONCAKE_DEFECTS,
+    session=mooncake_cluster,
+)

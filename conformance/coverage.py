@@ -52,6 +52,13 @@ def _pool_kinds(caps: Capabilities, mode: str) -> list[str]:
     return sorted(kinds)
 
 
+@dimension("pool names no geometry builds")
+def _untested_pools(caps: Capabilities, mode: str) -> list[str]:
+    from conformance.geometry import untested_pool_names
+
+    return untested_pool_names() or ["none: every pool name the installed interface knows is drawn"]
+
+
 @dimension("KV layouts")
 def _layouts(caps: Capabilities, mode: str) -> list[str]:
     return sorted(caps.layouts)

@@ -18,6 +18,8 @@ import pytest
 import torch
 
 from conformance import geometry as geometry_module
+from conformance.capabilities import Capabilities
+from conformance.coverage import coverage
 from conformance.geometry import PoolSpec, all_geometries, covered_pool_names, untested_pool_names
 from conformance.hostpools import MISALIGNMENT, HostPoolDouble
 from conformance.interface import PoolName
@@ -196,6 +198,7 @@ def test_a_pool_name_sglang_adds_shows_up_as_untested(monkeypatch: pytest.Monkey
     grown = enum.Enum("PoolName", {**{n.name: n.value for n in PoolName}, "FUTURE_POOL": "future_pool"})  # type: ignore[misc]
     monkeypatch.setattr(geometry_module, "sglang", lambda: SimpleNamespace(PoolName=grown))
     assert "future_pool" in untested_pool_names()
+    assert "future_pool" in coverage(Capabilities(), "default")["pool names no geometry builds"]
 
 
 def test_without_sglang_our_own_names_still_count(monkeypatch: pytest.MonkeyPatch) -> None:

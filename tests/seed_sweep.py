@@ -48,6 +48,9 @@ MUTANT_FAMILIES = {
     "FORMAT_BLIND_TAGS": "lifecycle",
     "STALE_INDEX": "lifecycle",
     "FIRST_POOLS_KEYS": "stateful_model",
+    "PARTIAL_FAMILY_EVICTION": "capacity_and_eviction",
+    "UNPINNED_READ": "capacity_and_eviction",
+    "BUDGET_PER_PROCESS": "capacity_and_eviction",
 }
 
 
@@ -102,10 +105,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--only", nargs="*", default=[], help="run cases whose name holds any of these")
+    parser.add_argument(
+        "--only",
+        nargs="*",
+        default=[],
+        help="run cases whose name holds any of these (any case: a catalogue name selects its mutant)",
+    )
     parser.add_argument("--no-mutants", action="store_true")
     args = parser.parse_args(argv)
-    chosen = [c for c in cases(not args.no_mutants) if not args.only or any(o in c.name for o in args.only)]
+    chosen = [
+        c
+        for c in cases(not args.no_mutants)
+        if not args.only or any(o.lower() in c.name.lower() for o in args.only)
+    ]
     runs = [(c, s) for c in chosen for s in args.seeds]
     with ThreadPoolExecutor(args.jobs) as pool:
         marks = dict(zip(runs, pool.map(lambda run: caught(*run), runs)))

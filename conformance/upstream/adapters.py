@@ -15,10 +15,15 @@ The capabilities are what each backend's code does, read from SGLang 0.5.23:
   through v2; it answers ALL_PAGES and TRAILING_PAGES; it writes in place, one file per entry
   (per region in zero-copy mode), buffered or with O_DIRECT.
 
-Neither checks what it reads, so neither claims ``detects_corruption``. Both adapters turn off
-the backends' disk-watermark evictors (HiCacheFile's LRU limit is off unless configured; the NIXL
-L3 cleaner is switched off in every mode): eviction by disk usage would make a certification
-depend on how full the machine's disk is.
+Neither checks what it reads, so neither claims ``detects_corruption``.
+
+Budgets: HiCacheFile's ``max_size`` (bytes, or ``"200G"``/``"1Gi"``; LRUFileEvictor) is a byte
+bound the suite can set, so ``sglang-file`` claims ``bounded_capacity`` and the capacity family
+records what it does. HiCacheNixl's L3 cleaner is not a budget the claim can describe: every 30 s,
+on TP rank 0, it deletes the oldest-written key groups once the *file system* is more than
+``l3_cleaner_high_watermark`` percent full (80 by default, down to the low mark, 70), whoever
+wrote them. No setting bounds the bytes of one deployment, and its work depends on how full the
+machine's disk is, so the NIXL adapter switches it off in every mode and claims no budget.
 """
 
 from __future__ import annotations
@@ -195,6 +200,9 @@ SGLANG_FILE = BackendSpec(
         overwrites=False,
         io_modes={"buffered": {}},
         decode_context_parallel=True,  # SGLang runs DCP on HiCacheFile; HiCacheNixl is refused it
+        # LRUFileEvictor (off unless set): an LRU per instance over the .bin files whose names end
+        # with its rank's suffix, evicting to eviction_ratio (0.9) of max_size before a write
+        bounded_capacity="max_size",
     ),
     version=VERSION,
     build_pool=build_pool,

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -251,13 +252,17 @@ class NixlBackend:
     def _counted(
         self, items: list[Item], prefix: list[str], run: Callable[[list[Item]], dict[int, bool]]
     ) -> dict[int, bool]:
-        """Reads and writes count as use; under the chain policy, so does the prefix before them."""
-        if self.capacity and prefix:
-            model = self.storage_config.model_name or ""
-            self.capacity.touch_prefix([family_digest(model, k) for k in prefix if isinstance(k, str)])
+        """Reads and writes count as use; under the chain policy, so does the prefix before them.
+
+        All at one instant, taken once the transfer is done (so no earlier than the records' commit
+        sequence, which also counts as use): a call's pages and its prefix share one last use, and
+        the chain policy's depth order decides among them, tail first."""
         done = run(items)
         if self.capacity:
-            self.capacity.touch(i.digest[:8] for i in items if done.get(id(i)))
+            at = time.time_ns()
+            model = self.storage_config.model_name or ""
+            self.capacity.touch_prefix([family_digest(model, k) for k in prefix if isinstance(k, str)], at)
+            self.capacity.touch((i.digest[:8] for i in items if done.get(id(i))), at)
         return done
 
     def batch_set_v1(

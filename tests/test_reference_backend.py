@@ -368,3 +368,49 @@ def test_block_groups_without_positive_sizes_is_refused_as_the_oracle_refuses_it
         backend.batch_exists_v2(["a"], [t])
     with pytest.raises(ValueError, match="BLOCK_GROUPS needs positive group_pages and block_pages"):
         expected_exists_v2(["a"], [t], lambda pool, key: True)
+
+
+@pytest.mark.parametrize(
+    ("spelling", "size"),
+    [(1048576, 1 << 20), ("1048576", 1 << 20), ("200G", 200 * 10**9), ("25.6k", 25600), ("1Gi", 1 << 30)],
+)
+def test_max_size_reads_as_hicache_file_spells_it(spelling, size) -> None:
+    from reference_backend.capacity import parse_size
+
+    assert parse_size(spelling) == size
+
+
+@pytest.mark.parametrize("typo", ["1.5Gi", "200g", "lots", -1])
+def test_a_max_size_that_is_not_a_size_is_refused(typo) -> None:
+    from reference_backend.capacity import parse_size
+
+    with pytest.raises(ValueError):
+        parse_size(typo)
+
+
+def test_a_chain_written_in_two_calls_is_evicted_tail_first(tmp_path: Path) -> None:
+    """The second call names the first's pages as its prefix: the chain's pages then share one
+    last use, and the chain policy orders them deepest first, so eviction only ever shortens it."""
+    from conformance.interface import HiCacheStorageExtraInfo
+    from reference_backend.capacity import eviction_order
+
+    pool = kv_pool()
+    backend = NixlBackend(
+        HiCacheStorageConfig(
+            0, 1, 0, 1, 0, 1, False, False, True, "org/model", extra_config={"max_size": "1Mi"}
+        ),
+        tmp_path,
+    )
+    try:
+        backend.register_mem_pool_host(pool)
+        keys = [f"c{i}" for i in range(2 * PAGES)]
+        assert backend.batch_set_v1(keys[:PAGES], indices(pool, range(PAGES))) == [True] * PAGES
+        info = HiCacheStorageExtraInfo(prefix_keys=keys[:PAGES])
+        assert backend.batch_set_v1(keys[PAGES:], indices(pool, range(PAGES)), info) == [True] * PAGES
+        assert backend.capacity is not None
+        families = backend.capacity._families(set())
+        depth = {f: families[f].depth for f in families}
+        order = [depth[f] for f in eviction_order(families, "chain")]
+        assert order == sorted(order, reverse=True) == list(range(2 * PAGES - 1, -1, -1))
+    finally:
+        backend.close()

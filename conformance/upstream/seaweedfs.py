@@ -11,8 +11,9 @@ Claims, read from ``sglang/srt/mem_cache/storage/seaweedfs/seaweedfs_store.py`` 
 through v1 (zero-copy from the pool's buffers) and through v2 under the same object name, every
 side pool through v2 as ``<key>.<pool>``, ALL_PAGES and TRAILING_PAGES, ``restorable_prefix_pages``
 never filled, a set replaces the object (PutObject), a thread pool of boto3 calls, and objects
-that any instance in any process reads. Nothing lives in the storage folder (``stores_files``
-not claimed).
+that any instance in any process reads, and deployments of different models sharing a location
+(every key carries the model name; ``clear()`` deletes only its own model's and rank's prefix).
+Nothing lives in the storage folder (``stores_files`` not claimed).
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ SGLANG_SEAWEEDFS = BackendSpec(
         concurrent=True,
         multiprocess=True,
         fills_restorable_prefix=False,
+        shares_folder=True,  # every key carries the model name, and clear() deletes only its own prefix
         io_modes={"s3": {"max_workers": 4}},
     ),
     version=VERSION,

@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from conformance.upstream.services import LOOPBACK, environment, free_port, running
+from conformance.services import LOOPBACK, environment, free_port, running
 
 URL_ENV = "HICACHE_HF3FS_METADATA_URL"
 """Where the session's server listens; the suite's child processes read it from here."""

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from conformance.capabilities import SIDE_POOLS, BackendSpec, Capabilities
 from conformance.interface import HiCacheStorageConfig, PoolHitPolicy, PoolName
+from conformance.services import LOOPBACK
 from conformance.upstream.adapters import VERSION, UpstreamAdapter, to_sglang_config
 from conformance.upstream.host_pools import build_pool
 from conformance.upstream.known_defects import SGLANG_MOONCAKE_DEFECTS
@@ -40,7 +41,6 @@ from conformance.upstream.mooncake_cluster import (
     mooncake_cluster,
     require_isolation,
 )
-from conformance.upstream.services import LOOPBACK
 
 MODULE = "sglang.srt.mem_cache.storage.mooncake_store.mooncake_store"
 

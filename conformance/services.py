@@ -1,8 +1,8 @@
-"""Servers an upstream backend needs, run for one test session on loopback and stopped by pid.
+"""Servers a backend needs, run for one test session on loopback and stopped by pid.
 
-A backend whose store is a service (HF3FS's metadata server, Mooncake's master) starts it from its
-``BackendSpec.session``; the service's address goes into the environment, so the suite's child
-processes reach the same one.
+A backend whose store is a service (an S3 server, HF3FS's metadata server, Mooncake's master)
+starts it from its ``BackendSpec.session``; the service's address goes into the environment, so
+the suite's child processes reach the same one.
 """
 
 from __future__ import annotations

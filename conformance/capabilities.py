@@ -50,6 +50,13 @@ class Capabilities:
         "KV may also travel in `batch_set_v2`/`batch_get_v2` beside the side pools "
         "(`register_mem_host_pool_v2(kv, PoolName.KV)` is called).",
     )
+    generic_kv: bool = _claim(
+        False,
+        "KV also moves through the legacy generic calls SGLang's controller uses for `file`, `aibrix` "
+        "and `dynamic` without `interface_v1`: `batch_set(keys, pages)`, `batch_get(keys, targets)` "
+        "(a tensor or None per key), `batch_exists(keys)` and `exists(key)`, with flat data pages "
+        "taken from and restored to the host pool as the controller does.",
+    )
     side_pools: frozenset[PoolName] = _claim(
         frozenset(),
         "the side pools (`PoolName` members, never KV) the backend stores through v2; the suite "

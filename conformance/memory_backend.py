@@ -121,6 +121,46 @@ class MemoryBackend:
     def batch_exists(self, keys: list[str], extra_info: HiCacheStorageExtraInfo | None = None) -> int:
         return leading_run([self.present(str(PoolName.KV), k) for k in keys])
 
+    # -- the legacy generic calls -------------------------------------------------------------
+
+    def batch_set(self, keys: list[str], values: list[torch.Tensor]) -> bool:
+        """Flat KV data pages, as the controller's legacy path hands them over: all stored, or none."""
+        pool = self.registered_pools.get(str(PoolName.KV))
+        if pool is None or not isinstance(keys, list) or not isinstance(values, list):
+            return False
+        size = pool.get_dummy_flat_data_page().view(torch.uint8).numel()
+        if len(keys) != len(values) or len(set(keys)) != len(keys):
+            return False
+        if not all(isinstance(k, str) for k in keys):
+            return False
+        pages = [bytes(v.contiguous().view(torch.uint8).numpy().tobytes()) for v in values]
+        if any(len(page) != size for page in pages):
+            return False
+        with self._lock:
+            for key, page in zip(keys, pages):
+                self._store[self.object_name(str(PoolName.KV), key)] = page
+        return True
+
+    def batch_get(self, keys: list[str], target_locations: list[torch.Tensor]) -> list[torch.Tensor | None]:
+        """Each stored page copied into its target; None for a key not stored (or a misfit target)."""
+        if len(keys) != len(target_locations):
+            raise ValueError(f"{len(keys)} keys and {len(target_locations)} target pages")
+        with self._lock:
+            pages = [self._store.get(self.object_name(str(PoolName.KV), k)) for k in keys]
+        out: list[torch.Tensor | None] = []
+        for page, target in zip(pages, target_locations):
+            raw = target.view(torch.uint8).reshape(-1)
+            if page is None or raw.numel() != len(page):
+                out.append(None)
+                continue
+            if page:  # a KV anchor's page (DeepSeek-V4's LogicalHostPool) holds no bytes
+                raw.copy_(torch.frombuffer(bytearray(page), dtype=torch.uint8))
+            out.append(target)
+        return out
+
+    def exists(self, key: str) -> bool:
+        return self.present(str(PoolName.KV), key)
+
     # -- v2 ----------------------------------------------------------------------------------
 
     def batch_set_v2(
@@ -160,6 +200,7 @@ class MemoryBackend:
 
 CAPABILITIES = Capabilities(
     v1_kv=True,
+    generic_kv=True,
     kv_through_v2=True,
     side_pools=SIDE_POOLS,
     hit_policies=frozenset(PoolHitPolicy),

@@ -231,6 +231,26 @@ class Rig:
         transfer = PoolTransfer(name=name, host_indices=host_indices, keys=keys)
         return self.backend.batch_get_v2([transfer]).get(str(name))
 
+    def generic_set(self, keys: Sequence[str], pages: Sequence[int]) -> Any:
+        """The controller's legacy store (``_generic_page_set``): flat KV data pages to ``batch_set``."""
+        kv = self.pools[PoolName.KV]
+        data = [kv.get_data_page(p * kv.page_size) for p in pages]
+        return self.backend.batch_set(list(keys), data)
+
+    def generic_get(self, keys: Sequence[str], pages: Sequence[int]) -> int:
+        """The controller's legacy load (``_generic_page_get``): ``batch_get`` into dummy flat pages,
+        each returned page restored to its host page until the first None; the count restored."""
+        kv = self.pools[PoolName.KV]
+        got = self.backend.batch_get(list(keys), [kv.get_dummy_flat_data_page() for _ in keys])
+        if got is None:
+            return 0
+        assert len(got) == len(keys), f"batch_get answered {len(got)} entries for {len(keys)} keys"
+        for count, (page, data) in enumerate(zip(pages, got)):
+            if data is None:
+                return count
+            kv.set_from_flat_data_page(page * kv.page_size, data)
+        return len(keys)
+
     def set(self, name: PoolName, keys: Sequence[str], pages: Sequence[int]) -> list[bool]:
         """Store whole host pages under ``keys``."""
         return list(self.set_at(name, list(keys), self.indices(name, pages)))

@@ -47,13 +47,21 @@ def special_patterns(dtype: torch.dtype) -> list[bytes]:
 
 
 def render_segment(segment: Segment, rng: np.random.Generator, stride: int) -> bytes:
-    """Random bytes, with every ``stride``-th element replaced by the next dangerous pattern."""
-    data = bytearray(rng.bytes(segment.nbytes))
-    patterns = special_patterns(segment.dtype)
+    """Random bytes, with every ``stride``-th element replaced by a dangerous pattern.
+
+    The first patterns go in order, so that each appears; the rest are drawn from ``rng``, so that
+    pages of different salts differ even at stride 1, where no random byte is left.
+    """
+    data = np.frombuffer(rng.bytes(segment.nbytes), dtype=np.uint8).copy()
     width = segment.dtype.itemsize
-    for n, elem in enumerate(range(0, segment.nbytes // width, stride)):
-        data[elem * width : (elem + 1) * width] = patterns[n % len(patterns)]
-    return bytes(data)
+    table = np.frombuffer(b"".join(special_patterns(segment.dtype)), dtype=np.uint8).reshape(-1, width)
+    elements = data[: segment.nbytes // width * width].reshape(-1, width)
+    positions = np.arange(0, len(elements), stride)
+    choice = rng.integers(0, len(table), size=len(positions))
+    first = min(len(table), len(positions))
+    choice[:first] = np.arange(first)
+    elements[positions] = table[choice]
+    return data.tobytes()
 
 
 def render_page(pool: HostPoolDouble, seed: int, stride: int, salt: int = 0) -> bytes:

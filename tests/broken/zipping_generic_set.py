@@ -1,0 +1,17 @@
+"""Defect: the legacy ``batch_set`` zips keys with pages, so a short list stores part of the batch
+and reports success (HiCacheFile's own ``batch_set`` does this)."""
+
+from __future__ import annotations
+
+import torch
+
+from conformance.capabilities import BackendSpec
+from conformance.memory_backend import CAPABILITIES, MemoryBackend
+
+
+class ZippingGenericSetBackend(MemoryBackend):
+    def batch_set(self, keys: list[str], values: list[torch.Tensor]) -> bool:
+        return all(super(ZippingGenericSetBackend, self).batch_set([k], [v]) for k, v in zip(keys, values))
+
+
+SPEC = BackendSpec("broken-zipping-generic-set", ZippingGenericSetBackend, CAPABILITIES)

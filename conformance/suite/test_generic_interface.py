@@ -10,7 +10,10 @@ say nothing about what those deployments run.
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
+import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -157,6 +160,11 @@ def test_generic_entries_of_shards_a_deployment_keeps_apart_stay_apart(
                 rig.close()
 
 
+def _flag(rig: Rig, keys: list[str], values: list[torch.Tensor]) -> list[bool]:
+    """batch_set's one answer, as the per-key list ``expect_refused`` reads."""
+    return [rig.backend.batch_set(keys, values)]
+
+
 @pytest.mark.hicache_requires("generic_kv")
 def test_generic_calls_refuse_keys_and_pages_of_different_lengths(hicache_target: Target) -> None:
     """batch_set with more keys than pages, or fewer, is an error or False, and stores none of them."""
@@ -165,10 +173,7 @@ def test_generic_calls_refuse_keys_and_pages_of_different_lengths(hicache_target
         kv = rig.pool(KV)
         pages = [kv.get_data_page(p * kv.page_size) for p in range(3)]
         for keys, values in ((["a", "b", "c"], pages[:2]), (["d", "e"], pages)):
-            expect_refused(
-                f"{len(keys)} keys with {len(values)} pages",
-                lambda keys=keys, values=values: [rig.backend.batch_set(keys, values)],
-            )
+            expect_refused(f"{len(keys)} keys with {len(values)} pages", partial(_flag, rig, keys, values))
             present = [k for k in keys if rig.backend.exists(k)]
             assert present == [], f"a refused batch_set stored {present}"
 

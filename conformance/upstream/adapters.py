@@ -120,6 +120,16 @@ class UpstreamAdapter:
     def batch_exists(self, keys: list[str], extra_info: HiCacheStorageExtraInfo | None = None) -> int:
         return int(self.backend.batch_exists(keys, to_sglang_extra_info(extra_info)))
 
+    def batch_set(self, keys: list[str], values: list[torch.Tensor]) -> Any:
+        """The legacy generic calls: flat pages in and out, nothing to translate."""
+        return self.backend.batch_set(keys, values)
+
+    def batch_get(self, keys: list[str], target_locations: list[torch.Tensor]) -> Any:
+        return self.backend.batch_get(keys, target_locations)
+
+    def exists(self, key: str) -> Any:
+        return self.backend.exists(key)
+
     def batch_set_v2(
         self, transfers: list[PoolTransfer], extra_info: HiCacheStorageExtraInfo | None = None
     ) -> dict[str, list[bool]]:
@@ -196,6 +206,7 @@ SGLANG_FILE = BackendSpec(
     replace(
         SHARED_CLAIMS,
         v1_kv=False,
+        generic_kv=True,  # the controller drives HiCacheFile's KV through batch_set/batch_get
         kv_through_v2=True,
         overwrites=False,
         io_modes={"buffered": {}},

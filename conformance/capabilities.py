@@ -19,6 +19,8 @@ from conformance.interface import HiCacheStorageConfig, PoolHitPolicy, PoolName
 
 KV_LAYOUTS = ("layer_first", "page_first", "page_first_direct")
 """Every host-pool layout SGLang 0.5.23 has (``--hicache-mem-layout``), in the suite's order."""
+KV_KINDS = ("mha", "mla", "logical_anchor")
+"""The KV host pools SGLang 0.5.23 builds: MHA, MLA, and DeepSeek-V4's logical anchor."""
 SIDE_POOLS = frozenset(p for p in PoolName if p is not PoolName.KV)
 
 
@@ -61,6 +63,11 @@ class Capabilities:
         frozenset(),
         "the side pools (`PoolName` members, never KV) the backend stores through v2; the suite "
         "registers and moves only these, and skips geometries that have none of them.",
+    )
+    kv_kinds: frozenset[str] = _claim(
+        frozenset(KV_KINDS),
+        "KV host pool kinds the backend is built with: `mha`, `mla`, `logical_anchor` (DeepSeek-V4's "
+        "KV anchor, no KV bytes); a geometry whose KV pool is another kind is not claimed.",
     )
     layouts: frozenset[str] = _claim(
         frozenset(KV_LAYOUTS),
@@ -184,6 +191,11 @@ class Capabilities:
         if not self.layouts <= set(KV_LAYOUTS):
             problems.append(
                 f"layouts: unknown {sorted(set(self.layouts) - set(KV_LAYOUTS))}; known: {sorted(KV_LAYOUTS)}"
+            )
+        self._check_strings("kv_kinds", problems)
+        if not self.kv_kinds <= set(KV_KINDS):
+            problems.append(
+                f"kv_kinds: unknown {sorted(set(self.kv_kinds) - set(KV_KINDS))}; known: {sorted(KV_KINDS)}"
             )
         modes = self.io_modes
         if not isinstance(modes, Mapping) or not modes:

@@ -166,6 +166,8 @@ class MHAHostPool(HostPoolDouble):
         misalign: int = 0,
     ) -> None:
         self.layer_num, self.head_num, self.head_dim = layer_num, head_num, head_dim
+        # the layer range SGLang's HostKVCache carries (AIBrix reads it at construction); no draft layers
+        self.start_layer, self.end_layer, self.target_layer_num = 0, layer_num, layer_num
         self.value_dtype, dtype = dtype, store_dtype(dtype)
         self.page_size, self.size, self.dtype, self.layout = (
             page_size,

@@ -145,6 +145,8 @@ class Rig:
             raise ValueError(f"{geometry.family}: SGLang allows DCP storage for MLA only ({shape.label()})")
         self.shape = shape
         caps = target.caps
+        if geometry.kv.kind not in caps.kv_kinds:
+            pytest.skip(f"backend {target.spec.name!r} does not declare kv_kinds {geometry.kv.kind!r}")
         if pools is None:
             pools = {
                 geometry.kv.name: target.build_pool(
@@ -215,18 +217,26 @@ class Rig:
                 f"{name} page {page}{' (' + context + ')' if context else ''}: {problem}; {pool.describe()}"
             )
 
+    def _kv_through_v1(self) -> bool:
+        """KV through v1 where claimed, else v2; a backend claiming neither (AIBrix: the legacy
+        generic calls only) is not claimed for a property that moves KV this way."""
+        caps = self.target.caps
+        if not caps.v1_kv and not caps.kv_through_v2:
+            self.target.require("v1_kv", "KV moves through the legacy generic calls only")
+        return caps.v1_kv
+
     def set_at(self, name: PoolName, keys: Any, host_indices: Any) -> Any:
         """The backend's own answer to a store, through v1 for KV (when claimed) and v2 otherwise.
 
         Nothing is checked or converted, so malformed keys and indices reach the backend as given.
         """
-        if name is PoolName.KV and self.target.caps.v1_kv:
+        if name is PoolName.KV and self._kv_through_v1():
             return self.backend.batch_set_v1(keys, host_indices)
         transfer = PoolTransfer(name=name, host_indices=host_indices, keys=keys)
         return self.backend.batch_set_v2([transfer]).get(str(name))
 
     def get_at(self, name: PoolName, keys: Any, host_indices: Any) -> Any:
-        if name is PoolName.KV and self.target.caps.v1_kv:
+        if name is PoolName.KV and self._kv_through_v1():
             return self.backend.batch_get_v1(keys, host_indices)
         transfer = PoolTransfer(name=name, host_indices=host_indices, keys=keys)
         return self.backend.batch_get_v2([transfer]).get(str(name))

@@ -559,3 +559,11 @@ SGLANG_SEAWEEDFS_DEFECTS: dict[str, str] = {
 
 SGLANG_MOONCAKE_DEFECTS: dict[str, str] = {}
 """SGLang's MooncakeStore on a Mooncake cluster on loopback."""
+
+SGLANG_AIBRIX_DEFECTS: dict[str, str] = {
+    "test_generic_get_answers_none_for_missing_keys_and_fills_the_rest": (
+        "batch_get asserts that AIBrix fetched every key: with a key missing after a stored one it "
+        "raises AssertionError (AIBrix fetches the leading run), where the controller takes None as "
+        "the end of the hit"
+    ),
+}

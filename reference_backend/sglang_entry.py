@@ -40,9 +40,29 @@ class _BatchOnly:
         return {"objects": self.stored_object_count()}  # type: ignore[attr-defined]
 
 
+def require_interface_v1(storage_config: Any) -> None:
+    """Refuse, at startup, a configuration that SGLang's controller would drive through the legacy
+    calls: it takes the zero-copy v1/v2 path for a ``dynamic`` backend only when
+    ``bool(extra_config.get("interface_v1", 0))``, and otherwise every backup would fail."""
+    extra = getattr(storage_config, "extra_config", None) or {}
+    if not bool(extra.get("interface_v1", 0)):
+        raise ValueError(
+            'set "interface_v1": true in --hicache-storage-backend-extra-config: without it SGLang drives '
+            "a dynamic backend through the legacy batch_set/batch_get calls, which this backend does not have"
+        )
+
+
 class HiCacheNixlReference(_BatchOnly, NixlBackend, HiCacheStorage):
     """``--hicache-storage-backend dynamic`` target on files; see the README for the extra_config."""
+
+    def __init__(self, storage_config: Any, location: Any = None) -> None:
+        require_interface_v1(storage_config)
+        super().__init__(storage_config, location)
 
 
 class HiCacheNixlObjReference(_BatchOnly, NixlObjBackend, HiCacheStorage):
     """``--hicache-storage-backend dynamic`` target on an S3 bucket; see the README."""
+
+    def __init__(self, storage_config: Any, location: Any = None) -> None:
+        require_interface_v1(storage_config)
+        super().__init__(storage_config, location)

@@ -1,4 +1,9 @@
-"""The reference backend certifies clean: every property, nothing skipped, in every I/O mode."""
+"""The reference backend certifies clean in every I/O mode: every property it claims passes, and it
+claims every one but the legacy generic calls (``generic_kv``).
+
+It has no ``batch_set``/``batch_get``: SGLang drives it through v1/v2 (``"interface_v1": true``, which
+its SGLang entry requires at startup), so the legacy family is the only one not claimed.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ pytestmark = pytest.mark.slow  # the whole suite, once per I/O mode: minutes
 
 
 @pytest.mark.parametrize("mode", sorted(NIXL_CAPABILITIES.io_modes))
-def test_the_reference_backend_passes_the_whole_suite_with_nothing_skipped(
+def test_the_reference_backend_passes_every_property_but_the_legacy_calls_it_refuses(
     pytester: pytest.Pytester, mode: str
 ) -> None:
     result = pytester.runpytest_subprocess(
@@ -18,6 +23,11 @@ def test_the_reference_backend_passes_the_whole_suite_with_nothing_skipped(
     )
     assert result.ret == pytest.ExitCode.OK
     outcomes = result.parseoutcomes()
-    assert outcomes.get("skipped", 0) == 0
     assert outcomes["passed"] >= 60
-    result.stdout.fnmatch_lines([f"*hicache-conformance: nixl ({mode})*", "skipped properties: none"])
+    skips = [line.strip() for line in result.stdout.lines if line.strip().startswith("SKIP ")]
+    assert len(skips) == outcomes.get("skipped", 0) > 0
+    others = [
+        s for s in skips if not s.startswith("SKIP test_generic_interface.py::") or "generic_kv" not in s
+    ]
+    assert others == [], others
+    result.stdout.fnmatch_lines([f"*hicache-conformance: nixl ({mode})*", "verdict: certified for a subset"])

@@ -38,6 +38,7 @@ def test_sglangs_dynamic_loader_builds_a_backend_that_round_trips_its_own_pools(
         "backend_name": "nixl-reference",
         "module_path": "reference_backend.sglang_entry",
         "class_name": "HiCacheNixlReference",
+        "interface_v1": True,
         "storage_dir": str(tmp_path),
         "use_direct_io": True,
     }
@@ -102,6 +103,7 @@ def test_sglangs_dynamic_loader_builds_the_object_store_target(sg: Any, tmp_path
             "backend_name": "nixl-reference-s3",
             "module_path": "reference_backend.sglang_entry",
             "class_name": "HiCacheNixlObjReference",
+            "interface_v1": True,
             "plugin": {"obj": obj},
             "prefix": f"sglang-entry/{tmp_path.name}",
         }
@@ -123,3 +125,25 @@ def test_sglangs_dynamic_loader_builds_the_object_store_target(sg: Any, tmp_path
         assert byte_difference(kv.read_page(kv.page_size), written) is None
         backend.clear()
         backend.close()
+
+
+def test_a_configuration_that_would_take_the_legacy_calls_is_refused_at_startup(
+    sg: Any, tmp_path: Path
+) -> None:
+    """Without ``interface_v1`` SGLang's controller would call batch_set/batch_get, which we do not have."""
+    factory = importlib.import_module("sglang.srt.mem_cache.storage.backend_factory").StorageBackendFactory
+    for flag in ({}, {"interface_v1": 0}, {"interface_v1": False}):
+        extra = {
+            "backend_name": "nixl-reference",
+            "module_path": "reference_backend.sglang_entry",
+            "class_name": "HiCacheNixlReference",
+            "storage_dir": str(tmp_path),
+            **flag,
+        }
+        config = sg.HiCacheStorageConfig(
+            tp_rank=0, tp_size=1, pp_rank=0, pp_size=1, attn_cp_rank=0, attn_cp_size=1,
+            is_mla_model=False, enable_storage_metrics=False, is_page_first_layout=True,
+            model_name="m", extra_config=extra,
+        )  # fmt: skip
+        with pytest.raises(ValueError, match="interface_v1"):
+            factory.create_backend("dynamic", config, None)

@@ -59,7 +59,8 @@ if importlib.util.find_spec("sglang") is not None:
     from sglang.srt.mem_cache.storage.backend_factory import StorageBackendFactory
 
     extra = {"backend_name": "nixl-reference", "module_path": "reference_backend.sglang_entry",
-             "class_name": "HiCacheNixlReference", "storage_dir": tempfile.mkdtemp()}
+             "class_name": "HiCacheNixlReference", "interface_v1": True,
+             "storage_dir": tempfile.mkdtemp()}
     config = HiCacheStorageConfig(
         tp_rank=0, tp_size=1, pp_rank=0, pp_size=1, attn_cp_rank=0, attn_cp_size=1,
         is_mla_model=False, enable_storage_metrics=False, is_page_first_layout=True,

@@ -69,6 +69,13 @@ class Capabilities:
         "KV host pool kinds the backend is built with: `mha`, `mla`, `logical_anchor` (DeepSeek-V4's "
         "KV anchor, no KV bytes); a geometry whose KV pool is another kind is not claimed.",
     )
+    shaped_side_pools: frozenset[PoolName] = _claim(
+        frozenset(),
+        "the declared side pools the backend stores only in the shape SGLang builds under that name, "
+        "because it keys their objects by the pool's class (Mooncake splits an MHA model's SWA pool "
+        "into K and V halves): the suite hands these no generic multi-region pool (the adversarial "
+        "geometry's), a shape SGLang never gives a backend under that name.",
+    )
     layouts: frozenset[str] = _claim(
         frozenset(KV_LAYOUTS),
         "KV host layouts accepted: `layer_first`, `page_first`, `page_first_direct`.",
@@ -185,6 +192,10 @@ class Capabilities:
             problems.append(f"eviction_pin_seconds must be seconds (>= 0), not {pin!r}")
         self._check_members("side_pools", PoolName, problems)
         self._check_members("hit_policies", PoolHitPolicy, problems)
+        self._check_members("shaped_side_pools", PoolName, problems)
+        shaped, declared = self.shaped_side_pools, self.side_pools
+        if isinstance(shaped, frozenset) and isinstance(declared, frozenset) and not shaped <= declared:
+            problems.append(f"shaped_side_pools {sorted(map(str, shaped - declared))} are not in side_pools")
         if PoolName.KV in self.side_pools:
             problems.append("side_pools must not hold PoolName.KV: declare kv_through_v2 instead")
         self._check_strings("layouts", problems)

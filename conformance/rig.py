@@ -72,8 +72,10 @@ class Target:
         return pool
 
     def usable_pools(self, geometry: ModelGeometry) -> list[PoolSpec]:
-        """The geometry's side pools this backend claims to support."""
-        return [p for p in geometry.side_pools if p.name in self.caps.side_pools]
+        """The geometry's side pools this backend claims to support, in the shapes it claims them."""
+        generic = {p.name for p in geometry.side_pools if p.kind == "multi_region"}
+        claimed = self.caps.side_pools - (generic & self.caps.shaped_side_pools)
+        return [p for p in geometry.side_pools if p.name in claimed]
 
     def queryable_pools(self, geometry: ModelGeometry) -> list[PoolSpec]:
         """The usable side pools whose hit policy the backend declares, so exists may ask about them."""

@@ -1,9 +1,8 @@
 """``sglang-mooncake``'s plumbing: isolation enforced, one key prefix per location, and a cluster
 that holds memory for other clients and goes when the session ends.
 
-The backend is certified inside a network namespace (not yet registered:
-``--backend=conformance.upstream.mooncake:SGLANG_MOONCAKE``); the cluster test makes one
-(``unshare -n``, as root) and is skipped where Mooncake is not installed.
+The backend is certified inside a network namespace (``--backend=sglang-mooncake``); the cluster
+test makes one (``unshare -n``, as root) and is skipped where Mooncake is not installed.
 """
 
 from __future__ import annotations
@@ -97,3 +96,17 @@ def test_the_cluster_holds_entries_for_later_clients_and_stops_with_the_session(
 
 def test_the_refusal_says_how_to_run() -> None:
     assert "unshare -n" in ISOLATION and "ip link set lo up" in ISOLATION
+
+
+def test_the_swa_pool_is_drawn_only_in_the_shapes_sglang_hands_mooncake(tmp_path: Path) -> None:
+    """Mooncake keys an MHA model's SWA pool as K and V halves: the adversarial geometry's generic
+    multi-region ``swa`` (no SGLang class) is not drawn for it, MiMo-V2's MHA SWA pool is."""
+    from conformance.geometry import load_geometry
+    from conformance.interface import PoolName
+    from conformance.rig import Target
+    from conformance.upstream.mooncake import SGLANG_MOONCAKE
+
+    target = Target(SGLANG_MOONCAKE, "tcp", tmp_path)
+    adversarial = [p.name for p in target.usable_pools(load_geometry("adversarial"))]
+    assert PoolName.SWA not in adversarial and adversarial  # its other side pools stay
+    assert PoolName.SWA in [p.name for p in target.usable_pools(load_geometry("mimo_v2_swa_mtp"))]

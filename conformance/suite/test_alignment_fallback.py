@@ -12,7 +12,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.geometry import load_geometry
+from conformance.geometry import ModelGeometry, load_geometry
 from conformance.hostpools import MISALIGNMENT, HostPoolDouble, MHAHostPool, MultiRegionHostPool
 from conformance.interface import PoolName
 from conformance.rig import Rig, Target
@@ -25,6 +25,11 @@ STRIDES = {
     "unaligned": [(torch.float32, (64,)), (torch.bfloat16, (224,))],
 }
 KV_STRIDES = {"4096-multiple": 256, "512-multiple": 32, "unaligned": 11}  # head_dim; 8 bf16 tokens a page
+
+
+def _swa(target: Target, geometry: ModelGeometry) -> list[PoolName]:
+    """SWA, where the backend takes the adversarial geometry's generic multi-region one."""
+    return [p.name for p in target.usable_pools(geometry) if p.name is PoolName.SWA]
 
 
 def _pools(stride: str, misalign: int) -> dict[PoolName, HostPoolDouble]:
@@ -59,7 +64,7 @@ def test_every_stride_and_base_alignment_round_trips_in_every_io_mode(
     geometry = load_geometry("adversarial")
     moded = hicache_target.with_mode(mode)
     pools = _pools(stride, misalign)
-    names = [PoolName.KV] + ([PoolName.SWA] if PoolName.SWA in hicache_target.caps.side_pools else [])
+    names = [PoolName.KV, *_swa(hicache_target, geometry)]
     with moded.storage() as storage, Rig(moded, geometry, storage, pools={n: pools[n] for n in names}) as rig:
         for name in names:
             pool = rig.pool(name)
@@ -86,7 +91,7 @@ def test_aligned_pools_move_in_place_and_misaligned_pools_are_staged_under_o_dir
     for mode in _modes(hicache_target):
         moded = hicache_target.with_mode(mode)
         pools = _pools(stride, misalign)
-        names = [PoolName.KV] + ([PoolName.SWA] if PoolName.SWA in hicache_target.caps.side_pools else [])
+        names = [PoolName.KV, *_swa(hicache_target, geometry)]
         with (
             moded.storage() as storage,
             Rig(moded, geometry, storage, pools={n: pools[n] for n in names}) as rig,

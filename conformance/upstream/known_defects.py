@@ -557,8 +557,84 @@ SGLANG_SEAWEEDFS_DEFECTS: dict[str, str] = {
 }
 """SGLang's SeaweedFSStore against S3 on loopback (finding 19)."""
 
-SGLANG_MOONCAKE_DEFECTS: dict[str, str] = {}
-"""SGLang's MooncakeStore on a Mooncake cluster on loopback."""
+MOONCAKE_UNCHECKED = (
+    "keys and host indices reach the cluster unchecked: a repeated key, the empty key, None, 7, "
+    "b'bytes' and a key with NUL are stored and reported True, and so are indices off a page "
+    "boundary, outside the pool or of a bool/uint8 tensor"
+)
+MOONCAKE_ASSERTS = (
+    "malformed batches end in a bare AssertionError (assert len(keys) > 0, assert len(keys) == "
+    "len(host_indices) // page_size) instead of a refusal"
+)
+MOONCAKE_NAMES = (
+    "the key prefix spells the model name with '/' as '-': 'org/m' and 'org-m' share every object, "
+    "and first write wins, so one model reads the other's pages"
+)
+MOONCAKE_CLEAR = (
+    "clear() is remove_all() on the whole cluster: one deployment's clear() removes every model's "
+    "and every location's objects"
+)
+MOONCAKE_CP_BLIND = (
+    "object keys carry neither the attention-CP rank nor the TP size (the DCP prefix that names "
+    "them is used only when dcp_size > 1): the CP ranks of one deployment share one object per page "
+    "and first write wins"
+)
+MOONCAKE_ANCHOR = (
+    "DeepSeek-V4's logical KV anchor is answered without an object: batch_set_v1 and batch_get_v1 "
+    "return True for any key, never stored or another shard's, batch_exists looks for a '_k' object "
+    "that is never written (0), and batch_exists_v2 counts every queried key as a KV hit"
+)
+SGLANG_MOONCAKE_DEFECTS: dict[str, str] = {
+    "test_indices_outside_the_pool_are_refused[*]": MOONCAKE_UNCHECKED,
+    "test_indices_off_a_page_boundary_are_refused": MOONCAKE_UNCHECKED,
+    "test_index_tensors_of_the_wrong_dtype_are_refused[torch.bool]": MOONCAKE_UNCHECKED,
+    "test_index_tensors_of_the_wrong_dtype_are_refused[torch.uint8]": MOONCAKE_UNCHECKED,
+    "test_duplicate_keys_in_one_batch_are_refused": MOONCAKE_UNCHECKED,
+    "test_keys_that_are_not_usable_strings_are_refused[*]": MOONCAKE_UNCHECKED,
+    "test_keys_and_indices_of_different_lengths_are_refused": MOONCAKE_ASSERTS,
+    "test_an_empty_batch_does_nothing": MOONCAKE_ASSERTS,
+    "test_every_config_pool_and_key_has_its_own_stored_object[*]": MOONCAKE_NAMES,
+    "test_clear_in_one_deployment_never_removes_another_deployments_entries[*]": MOONCAKE_CLEAR,
+    **dict.fromkeys(
+        [
+            f"{t}[{g}]"
+            for g in (
+                "adversarial",
+                "deepseek_v32_dsa",
+                "deepseek_v3_mla",
+                "lfm2_conv",
+                "llama3_mha",
+                "mimo_v2_swa_mtp",
+                "nemotron_h_mamba2",
+                "qwen3_next_hybrid",
+            )
+            for t in (
+                "test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share",
+                "test_every_shard_a_deployment_keeps_apart_has_its_own_entry",
+            )
+        ],
+        MOONCAKE_CP_BLIND,
+    ),
+    "test_every_shard_a_deployment_keeps_apart_has_its_own_entry[deepseek_v4]": MOONCAKE_CP_BLIND,
+    "test_random_operation_sequences_agree_with_a_dictionary_model": MOONCAKE_CP_BLIND,
+    **dict.fromkeys(
+        [
+            f"{t}[deepseek_v4]"
+            for t in (
+                "test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share",
+                "test_batch_exists_counts_the_leading_run_of_present_keys",
+                "test_batch_exists_v2_follows_every_pools_hit_policy",
+                "test_exists_over_spans_of_hundreds_of_pages_matches_the_oracle",
+                "test_a_restarted_backend_reads_back_what_it_stored",
+                "test_entries_in_one_pool_are_invisible_to_another_pools_exists",
+                "test_every_stored_page_of_every_pool_kind_is_found",
+                "test_every_tp_rank_reads_the_replicated_entries_its_writer_stored",
+            )
+        ],
+        MOONCAKE_ANCHOR,
+    ),
+}
+"""SGLang's MooncakeStore on a Mooncake cluster on loopback (finding 21)."""
 
 SGLANG_AIBRIX_DEFECTS: dict[str, str] = {
     "test_generic_get_answers_none_for_missing_keys_and_fills_the_rest": (

@@ -11,13 +11,19 @@ engine listens on 0.0.0.0): the adapter refuses to build a store anywhere else.
 Claims, read from ``sglang/srt/mem_cache/storage/mooncake_store/mooncake_store.py`` (0.5.23): KV
 through v1 only (v2 registration of KV is a no-op), MHA only in the page-first layouts (SGLang
 switches Mooncake off ``layer_first``; the store raises on it), every side pool it names keys for
-(all but ``auxiliary_swa``), ALL_PAGES and TRAILING_PAGES with ``restorable_prefix_pages`` filled,
-first write wins (a present key is skipped), one client shared by the controller's threads, any
-instance in any process of the namespace reading the cluster, decode context parallelism (SGLang
-runs DCP on Mooncake), and model names in every key (deployments share a cluster).
+(all but ``auxiliary_swa``), SWA only in the shapes SGLang hands it (an MHA model's SWA pool is an
+MHA host pool, keyed as K and V halves: the suite's generic multi-region ``swa`` is not drawn),
+ALL_PAGES and TRAILING_PAGES with ``restorable_prefix_pages`` filled, first write wins (a present
+key is skipped), one client shared by the controller's threads, any instance in any process of the
+namespace reading the cluster, and model names in every key (deployments share a cluster).
 
-Not registered yet: its first certification (seed 0) failed 76 properties whose defects are not yet
-recorded in ``SGLANG_MOONCAKE_DEFECTS`` (see the README's list of what is left).
+Not claimed, though SGLang runs it on Mooncake: decode context parallelism. Under DCP SGLang hands
+the store an MLA host pool widened by ``dcp_size`` (logical pages of ``page_size * dcp_size``
+slots) and ``logical_page_size`` to match; the suite's DCP ranks keep the pool's own page size, so
+Mooncake's ``assert len(keys) == len(host_indices) // logical_page_size`` fires on the suite's
+request, not on SGLang's. The claim waits for the suite to draw DCP-widened pools.
+
+What it fails is recorded in ``SGLANG_MOONCAKE_DEFECTS`` (finding 21 in docs/upstream-findings.md).
 """
 
 from __future__ import annotations
@@ -73,13 +79,14 @@ SGLANG_MOONCAKE = BackendSpec(
     Capabilities(
         v1_kv=True,
         side_pools=SIDE_POOLS - {PoolName.AUXILIARY_SWA},
+        # an MHA model's SWA pool is keyed as K and V halves (SGLang hands it an MHA host pool)
+        shaped_side_pools=frozenset({PoolName.SWA}),
         layouts=frozenset({"page_first", "page_first_direct"}),
         hit_policies=frozenset({PoolHitPolicy.ALL_PAGES, PoolHitPolicy.TRAILING_PAGES}),
         persistence=True,
         concurrent=True,
         multiprocess=True,
         overwrites=False,
-        decode_context_parallel=True,
         shares_folder=True,
         io_modes={"tcp": {**CLIENT_SETTINGS, "global_segment_size": 0}},
     ),

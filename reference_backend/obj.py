@@ -185,10 +185,12 @@ class NixlObjBackend:
             str((storage_config.extra_config or {}).get("tenant") or storage_config.model_name or "")
         )
 
-    def object_name(self, digest: bytes) -> str:
+    def object_name(self, digest: bytes, pool: Pool) -> str:
         """Under the prefix, then the tenant (the model name, or ``tenant``), so that deployments
-        sharing a bucket and prefix clear only their own objects."""
-        return f"{self.obj.prefix}/{self._tenant}/{digest.hex()}"
+        sharing a bucket and prefix clear only their own objects; the pool's geometry tag ends the
+        name, so that a restart in another format (dtype, page size) finds none of the old objects
+        with a HEAD, which cannot read the header that would tell."""
+        return f"{self.obj.prefix}/{self._tenant}/{digest.hex()}.{pool.layout.tag:016x}"
 
     # -- registration --------------------------------------------------------------------------
 
@@ -230,7 +232,8 @@ class NixlObjBackend:
         agent = lane.agent
         for dev, item in enumerate(items):
             item.fd = dev
-        names = agent.register_memory([(0, 0, i.fd, self.object_name(i.digest)) for i in items], "OBJ")
+        rows = [(0, 0, i.fd, self.object_name(i.digest, i.pool)) for i in items]
+        names = agent.register_memory(rows, "OBJ")
         try:
             with lane.post(op, *object_rows(items), self.REMOTE) as moving:
                 return moving.wait()
@@ -286,7 +289,7 @@ class NixlObjBackend:
         with lane.lock:
             try:
                 found = lane.agent.query_memory(
-                    [(0, 0, 0, self.object_name(d)) for d in digests], "OBJ", "OBJ"
+                    [(0, 0, 0, self.object_name(d, pool)) for d in digests], "OBJ", "OBJ"
                 )
             except Exception:  # an unreachable store answers nothing
                 return [False for _ in digests]

@@ -84,7 +84,7 @@ def _s3(backend: NixlObjBackend) -> Any:
 
 
 def _object(backend: NixlObjBackend, key: str) -> str:
-    return backend.object_name(backend.digest(str(PoolName.KV), key))
+    return backend.object_name(backend.digest(str(PoolName.KV), key), backend.planner.pools[str(PoolName.KV)])
 
 
 def test_an_object_under_another_entrys_name_is_refused(make) -> None:

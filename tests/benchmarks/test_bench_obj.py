@@ -47,7 +47,7 @@ class ObjRig:
             item.fd = dev
         agent = lane.agent
         names = agent.register_memory(
-            [(0, 0, i.fd, self.backend.object_name(i.digest)) for i in items], "OBJ"
+            [(0, 0, i.fd, self.backend.object_name(i.digest, i.pool)) for i in items], "OBJ"
         )
         self.backend.stage(lane, items, writing=True)
         dram, obj = object_rows(items)

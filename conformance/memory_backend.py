@@ -61,17 +61,27 @@ class MemoryBackend:
 
     # -- page codec --------------------------------------------------------------------------
 
-    def capture(self, pool: Any, start: int) -> bytes:
-        page = pool.get_data_page(start, flat=True).contiguous()
-        return bytes(page.view(torch.uint8).numpy().tobytes())
+    @staticmethod
+    def page_bytes(page: torch.Tensor) -> bytes:
+        return bytes(page.contiguous().view(torch.uint8).numpy().tobytes())
 
-    def restore(self, pool: Any, start: int, data: bytes) -> bool:
-        page = pool.get_dummy_flat_data_page()
-        raw = page.view(torch.uint8)
+    @staticmethod
+    def fill_page(page: torch.Tensor, data: bytes) -> bool:
+        """Copy ``data`` into a flat page of exactly its size; False, untouched, for any other size."""
+        raw = page.view(torch.uint8).reshape(-1)
         if raw.numel() != len(data):
             return False
         if data:  # a KV anchor's page (DeepSeek-V4's LogicalHostPool) holds no bytes
             raw.copy_(torch.frombuffer(bytearray(data), dtype=torch.uint8))
+        return True
+
+    def capture(self, pool: Any, start: int) -> bytes:
+        return self.page_bytes(pool.get_data_page(start, flat=True))
+
+    def restore(self, pool: Any, start: int, data: bytes) -> bool:
+        page = pool.get_dummy_flat_data_page()
+        if not self.fill_page(page, data):
+            return False
         pool.set_from_flat_data_page(start, page)
         return True
 
@@ -133,7 +143,7 @@ class MemoryBackend:
             return False
         if not all(isinstance(k, str) for k in keys):
             return False
-        pages = [bytes(v.contiguous().view(torch.uint8).numpy().tobytes()) for v in values]
+        pages = [self.page_bytes(v) for v in values]
         if any(len(page) != size for page in pages):
             return False
         with self._lock:
@@ -147,16 +157,10 @@ class MemoryBackend:
             raise ValueError(f"{len(keys)} keys and {len(target_locations)} target pages")
         with self._lock:
             pages = [self._store.get(self.object_name(str(PoolName.KV), k)) for k in keys]
-        out: list[torch.Tensor | None] = []
-        for page, target in zip(pages, target_locations):
-            raw = target.view(torch.uint8).reshape(-1)
-            if page is None or raw.numel() != len(page):
-                out.append(None)
-                continue
-            if page:  # a KV anchor's page (DeepSeek-V4's LogicalHostPool) holds no bytes
-                raw.copy_(torch.frombuffer(bytearray(page), dtype=torch.uint8))
-            out.append(target)
-        return out
+        return [
+            target if page is not None and self.fill_page(target, page) else None
+            for page, target in zip(pages, target_locations)
+        ]
 
     def exists(self, key: str) -> bool:
         return self.present(str(PoolName.KV), key)

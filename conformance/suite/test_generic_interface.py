@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from conformance.geometry import ModelGeometry, load_geometry
 from conformance.interface import PoolName
+from conformance.oracle import leading_run
 from conformance.rig import Rig, Target
 from conformance.sharing import Shape
 from conformance.strategies import adversarial_keys, pattern_strides, payload_seeds, rank_sets, render_page
@@ -49,6 +50,14 @@ def _store(rig: Rig, keys: list[str], pages: list[int], seed: int, stride: int =
         rig.put(KV, page, data)
     assert rig.generic_set(keys, pages) is True, f"batch_set of {len(keys)} pages did not return True"
     return written
+
+
+def _store_flagged(rig: Rig, keys: list[str], stored: list[bool], seed: int) -> dict[str, bytes]:
+    """Store the keys flagged True, in host pages 0, 1, ...; what each stored key was given."""
+    chosen = [k for k, s in zip(keys, stored) if s]
+    if not chosen:
+        return {}
+    return dict(zip(chosen, _store(rig, chosen, list(range(len(chosen))), seed)))
 
 
 @pytest.mark.hicache_requires("generic_kv")
@@ -97,10 +106,8 @@ def test_generic_exists_counts_the_leading_run_and_exists_answers_each_key(
     keys = [f"exists-{i}" for i in range(len(stored))]
     geometry = load_geometry("llama3_mha")
     with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=PAGES) as rig:
-        chosen = [k for k, s in zip(keys, stored) if s]
-        if chosen:
-            _store(rig, chosen, list(range(len(chosen))), seed=len(chosen))
-        leading = next((i for i, s in enumerate(stored) if not s), len(keys))
+        _store_flagged(rig, keys, stored, seed=len(keys))
+        leading = leading_run(stored)
         counted = rig.backend.batch_exists(keys)
         assert counted == leading, f"batch_exists answered {counted}, the leading run is {leading}"
         answers = [rig.backend.exists(k) for k in keys]
@@ -188,8 +195,7 @@ def test_generic_get_answers_none_for_missing_keys_and_fills_the_rest(
     keys = [f"get-{i}" for i in range(len(stored))]
     geometry = load_geometry("llama3_mha")
     with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=PAGES) as rig:
-        chosen = [k for k, s in zip(keys, stored) if s]
-        written = dict(zip(chosen, _store(rig, chosen, list(range(len(chosen))), seed=3))) if chosen else {}
+        written = _store_flagged(rig, keys, stored, seed=3)
         kv = rig.pool(KV)
         kv.fill(0x5A)
         got = rig.backend.batch_get(keys, [kv.get_dummy_flat_data_page() for _ in keys])

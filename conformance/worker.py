@@ -14,6 +14,7 @@ import os
 import resource
 import signal
 import sys
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from conformance.rig import Rig, Target
 from conformance.strategies import render_page
 
 NOBODY = 65534
+BARRIER_SECONDS = 120.0
 
 
 @dataclass(frozen=True)
@@ -44,10 +46,28 @@ class Job:
     as_nobody: bool = False
     extra: dict[str, Any] | None = None
     """Settings added to the mode's ``extra_config`` (a byte budget, for the capacity properties)."""
+    barrier: str | None = None
+    """A folder where ``parties`` workers meet after building their backends and before writing."""
+    parties: int = 1
 
     def keys_of(self, round_: int) -> list[str]:
         """The keys round ``round_`` stores: the same every round, or new ones (``fresh_keys``)."""
         return [f"{k}@{round_}" for k in self.keys] if self.fresh_keys else list(self.keys)
+
+    def meet(self) -> None:
+        """Wait until every party has built its backend, so that "at once" means at once.
+
+        A backend that reads the folder at start would otherwise see a fast sibling's finished
+        files and pass by the start-up order, not by what it does while others write."""
+        if self.barrier is None:
+            return
+        folder = Path(self.barrier)
+        (folder / f"ready-{os.getpid()}").touch()
+        deadline = time.monotonic() + BARRIER_SECONDS
+        while sum(1 for _ in folder.glob("ready-*")) < self.parties:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"only some of {self.parties} workers reached {folder}")
+            time.sleep(0.005)
 
     def argv(self) -> list[str]:
         return [sys.executable, "-m", "conformance.worker", json.dumps(asdict(self))]
@@ -90,6 +110,7 @@ def main(raw: str) -> int:
     target = Target(spec, job.mode, Path(job.storage).parent, extra, job.backend)
     geometry = load_geometry(job.family)
     with open_rig(target, geometry, Path(job.storage), job) as rig:
+        job.meet()
         pages = list(range(len(job.keys)))
         for round_ in range(job.rounds):
             keys = job.keys_of(round_)

@@ -36,6 +36,7 @@ from conformance.worker import Job
 FAMILY = "qwen3_next_hybrid"
 """KV pages with Mamba state beside them: a hybrid prefix, whose entries must go whole."""
 PAGES = 8
+WRITERS = 2
 BUDGETS = st.sampled_from([256 << 10, 384 << 10, 512 << 10])
 """Budgets of a few hundred KiB: room for tens of batches, so a short stream must evict."""
 FLOOD = 3
@@ -141,7 +142,7 @@ def test_two_processes_writing_at_once_stay_within_one_budget(
     """Two processes of one deployment streaming fresh writes into one folder share one budget."""
     target = hicache_target
     geometry = load_geometry(FAMILY)
-    with target.storage() as storage:
+    with target.storage() as storage, tempfile.TemporaryDirectory(prefix="hicache-barrier-") as barrier:
         with Rig(bounded(target, budget), geometry, storage, page_num=PAGES) as probe:
             rounds = -(-5 * budget // (4 * PAGES * page_bytes(probe)))  # 1.25 budgets each
         jobs = [
@@ -155,8 +156,10 @@ def test_two_processes_writing_at_once_stay_within_one_budget(
                 rounds=rounds,
                 fresh_keys=True,
                 extra={target.caps.bounded_capacity: budget},
+                barrier=barrier,  # outside the storage folder: never counted as stored bytes
+                parties=WRITERS,
             )
-            for w in range(2)
+            for w in range(WRITERS)
         ]
         worst = 0
         with contextlib.ExitStack() as stack:

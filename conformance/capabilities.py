@@ -157,8 +157,10 @@ class Capabilities:
     decode_context_parallel: bool = _claim(
         False,
         "MLA ranks with DCP (`dcp_size > 1`), which SGLang 0.5.23 runs on its file and Mooncake "
-        "backends only: the suite then draws DCP ranks, each DCP shard one entry shared across DCP "
-        "groups; undeclared, ranks are drawn without DCP.",
+        "backends only, for an MLA KV pool with at most Mamba beside it: the suite then draws DCP "
+        "ranks with SGLang's widened MLA pool (a page spans `logical_page_size` slots, `dcp_size` "
+        "to a row), each DCP shard one entry shared across DCP groups; undeclared, ranks are drawn "
+        "without DCP.",
     )
     bounded_capacity: str = _claim(
         "",

@@ -7,7 +7,7 @@ the number of pages, because those are what a backend must cope with.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import hicache_fixtures
@@ -79,8 +79,18 @@ class PoolSpec:
             group_pages=self.group_pages,
         )
 
-    def build(self, *, layout: str, misalign: int = 0, page_num: int = 8) -> HostPoolDouble:
-        """A fresh double of this pool, filled with a recognisable byte so stray writes show."""
+    def with_page_size(self, page_size: int) -> PoolSpec:
+        """This pool with pages of ``page_size`` tokens (a DCP rank's share of a logical page)."""
+        return replace(self, params={**self.params, "page_size": page_size})
+
+    def build(
+        self, *, layout: str, misalign: int = 0, page_num: int = 8, dcp_size: int = 1
+    ) -> HostPoolDouble:
+        """A fresh double of this pool, filled with a recognisable byte so stray writes show.
+
+        ``dcp_size`` widens an MLA pool's addressing as SGLang does under DCP."""
+        if dcp_size > 1 and self.kind != "mla":
+            raise ValueError(f"SGLang widens only MLA host pools for DCP, not {self.kind!r}")
         p = self.params
         pool: HostPoolDouble
         if self.kind == "mha":
@@ -103,6 +113,7 @@ class PoolSpec:
                 dtype=dtype_named(p["dtype"]),
                 layout=layout,
                 misalign=misalign,
+                dcp_size=dcp_size,
             )
         elif self.kind == "mamba":
             pool = MambaHostPool(
@@ -176,6 +187,12 @@ class ModelGeometry:
     @property
     def side_pools(self) -> tuple[PoolSpec, ...]:
         return tuple(p for p in self.pools if p.name is not PoolName.KV)
+
+    @property
+    def runs_dcp(self) -> bool:
+        """Whether SGLang 0.5.23 lets this model's L3 run under DCP: an MLA KV pool with at most
+        Mamba state beside it (``HiCacheController.attach_storage_backend`` refuses the rest)."""
+        return self.kv.kind == "mla" and all(p.kind == "mamba" for p in self.side_pools)
 
 
 def load_geometry(family: str) -> ModelGeometry:

@@ -45,6 +45,10 @@ class HostPoolDouble:
     kind = "generic"
     page_size: int
     size: int
+    dcp_size = 1
+    """Under decode context parallelism SGLang widens an MLA pool's addressing: the controller's
+    slots (``logical_size``) are ``dcp_size`` per physical row, and a page spans
+    ``logical_page_size`` of them. Indices handed in are logical; 1 leaves them physical."""
     dtype: torch.dtype
     layout: str
     misalign: int
@@ -64,12 +68,28 @@ class HostPoolDouble:
     def page_num(self) -> int:
         return self.size // self.page_size
 
+    @property
+    def logical_page_size(self) -> int:
+        """Slots one page spans in the indices the controller hands over."""
+        return self.page_size * self.dcp_size
+
+    @property
+    def logical_size(self) -> int:
+        return self.size * self.dcp_size
+
+    def _row(self, index: int) -> int:
+        """The physical start of the page at ``index``, as SGLang's DCP pool maps it."""
+        if self.dcp_size == 1:
+            return index
+        self._check_index(index)
+        return index // self.dcp_size
+
     # -- the suite's view -------------------------------------------------------------------
 
     def page_regions(self, index: int) -> list[torch.Tensor]:
         """The page's regions as uint8 views of pool memory."""
         self._check_index(index)
-        return [r.view(torch.uint8).reshape(-1) for r in self._page_regions(index)]
+        return [r.view(torch.uint8).reshape(-1) for r in self._page_regions(index // self.dcp_size)]
 
     def page_nbytes(self) -> int:
         return sum(r.numel() for r in self.page_regions(0))
@@ -96,26 +116,26 @@ class HostPoolDouble:
             t.view(torch.uint8).fill_(byte)
 
     def _check_index(self, index: int) -> None:
-        if not 0 <= index < self.size or index % self.page_size:
-            raise IndexError(f"{index} is not a page start of a pool of {self.size} slots")
+        if not 0 <= index < self.logical_size or index % self.logical_page_size:
+            raise IndexError(f"{index} is not a page start of a pool of {self.logical_size} slots")
 
     # -- SGLang's surface -------------------------------------------------------------------
 
     def get_page_buffer_meta(self, indices: torch.Tensor) -> tuple[list[int], list[int]]:
         """Raw addresses and byte lengths of every region of every page in ``indices``."""
         flat = indices.tolist()
-        if len(flat) % self.page_size:
+        if len(flat) % self.logical_page_size:
             raise ValueError("indices must cover whole pages")
         ptrs: list[int] = []
         sizes: list[int] = []
-        for i in range(0, len(flat), self.page_size):
-            for region in self._page_regions(int(flat[i])):
+        for i in range(0, len(flat), self.logical_page_size):
+            for region in self._page_regions(self._row(int(flat[i]))):
                 ptrs.append(region.data_ptr())
                 sizes.append(region.numel() * region.element_size())
         return ptrs, sizes
 
     def get_data_page(self, index: int, flat: bool = True) -> torch.Tensor:
-        page = torch.cat([r.view(torch.uint8).reshape(-1) for r in self._page_regions(index)])
+        page = torch.cat([r.view(torch.uint8).reshape(-1) for r in self._page_regions(self._row(index))])
         return page if flat else page.reshape(1, -1)
 
     def get_dummy_flat_data_page(self) -> torch.Tensor:
@@ -124,7 +144,7 @@ class HostPoolDouble:
     def set_from_flat_data_page(self, index: int, data_page: torch.Tensor) -> None:
         flat = data_page.contiguous().view(torch.uint8).reshape(-1)
         start = 0
-        for region in self._page_regions(index):
+        for region in self._page_regions(self._row(index)):
             target = region.view(torch.uint8).reshape(-1)
             target.copy_(flat[start : start + target.numel()])
             start += target.numel()
@@ -144,7 +164,8 @@ class HostPoolDouble:
     def describe(self) -> str:
         return (
             f"{type(self).__name__}(layout={self.layout}, page_size={self.page_size}, "
-            f"pages={self.page_num}, page_bytes={self.page_nbytes()}, misalign={self.misalign})"
+            f"pages={self.page_num}, page_bytes={self.page_nbytes()}, misalign={self.misalign}"
+            + (f", dcp_size={self.dcp_size})" if self.dcp_size > 1 else ")")
         )
 
 
@@ -249,8 +270,9 @@ class MLAHostPool(HostPoolDouble):
         dtype: torch.dtype,
         layout: str,
         misalign: int = 0,
+        dcp_size: int = 1,
     ) -> None:
-        self.layer_num, self.kv_cache_dim = layer_num, kv_cache_dim
+        self.layer_num, self.kv_cache_dim, self.dcp_size = layer_num, kv_cache_dim, dcp_size
         self.value_dtype, dtype = dtype, store_dtype(dtype)
         self.page_size, self.size, self.dtype, self.layout = (
             page_size,
@@ -297,7 +319,7 @@ class MLAHostPool(HostPoolDouble):
         return self.kv_buffer[index // ps : index // ps + 1]
 
     def get_data_page(self, index: int, flat: bool = True) -> torch.Tensor:
-        page = self._flat_view(index)
+        page = self._flat_view(self._row(index))
         return page.flatten() if flat else page
 
     def get_dummy_flat_data_page(self) -> torch.Tensor:
@@ -305,7 +327,7 @@ class MLAHostPool(HostPoolDouble):
         return torch.zeros(shape, dtype=self.dtype).flatten()
 
     def set_from_flat_data_page(self, index: int, data_page: torch.Tensor) -> None:
-        target = self._flat_view(index)
+        target = self._flat_view(self._row(index))
         target.copy_(data_page.reshape(target.shape))
 
 

@@ -90,9 +90,13 @@ class MemoryBackend:
     def present(self, pool_name: str, key: str) -> bool:
         return self.object_name(pool_name, key) in self._store
 
+    def starts(self, pool: Any, keys: Any, host_indices: Any) -> list[int] | None:
+        """Each key's first slot in ``pool``, or None for a malformed request."""
+        return page_starts(pool, keys, host_indices)
+
     def _set(self, pool_name: str, keys: Any, host_indices: Any) -> list[bool]:
         pool = self.registered_pools.get(pool_name)
-        starts = None if pool is None else page_starts(pool, keys, host_indices)
+        starts = None if pool is None else self.starts(pool, keys, host_indices)
         if starts is None:
             return [False] * (len(keys) if isinstance(keys, list) else 0)
         pages = [self.capture(pool, s) for s in starts]
@@ -103,7 +107,7 @@ class MemoryBackend:
 
     def _get(self, pool_name: str, keys: Any, host_indices: Any) -> list[bool]:
         pool = self.registered_pools.get(pool_name)
-        starts = None if pool is None else page_starts(pool, keys, host_indices)
+        starts = None if pool is None else self.starts(pool, keys, host_indices)
         if starts is None:
             return [False] * (len(keys) if isinstance(keys, list) else 0)
         with self._lock:

@@ -64,11 +64,14 @@ class Target:
             shutil.rmtree(path, ignore_errors=True)
 
     def build_pool(
-        self, spec: PoolSpec, *, layout: str, misalign: int = 0, page_num: int = 8
+        self, spec: PoolSpec, *, layout: str, misalign: int = 0, page_num: int = 8, dcp_size: int = 1
     ) -> HostPoolDouble:
-        """The host pool the backend is given: its engine's own where it declares one, else a double."""
+        """The host pool the backend is given: its engine's own where it declares one, else a double.
+
+        ``dcp_size`` (an MLA KV pool under DCP) reaches the builder only where it is above 1."""
         build = self.spec.build_pool or PoolSpec.build
-        pool: HostPoolDouble = build(spec, layout=layout, misalign=misalign, page_num=page_num)
+        dcp = {"dcp_size": dcp_size} if dcp_size > 1 else {}
+        pool: HostPoolDouble = build(spec, layout=layout, misalign=misalign, page_num=page_num, **dcp)
         return pool
 
     def usable_pools(self, geometry: ModelGeometry) -> list[PoolSpec]:
@@ -121,6 +124,15 @@ def side_layout(layout: str, spec: PoolSpec) -> str:
     return spec.layout_for(layout)
 
 
+def kv_spec(geometry: ModelGeometry, shape: Shape) -> PoolSpec:
+    """The KV pool a rank of ``shape`` registers: under DCP, SGLang's server page is the logical
+    page, and each rank's pool holds its ``1/dcp_size`` share of it per row."""
+    if shape.dcp_size == 1:
+        return geometry.kv
+    assert shape.logical_page_size is not None  # Shape refuses DCP without one
+    return geometry.kv.with_page_size(shape.logical_page_size // shape.dcp_size)
+
+
 class Rig:
     """One backend instance plus the host pools it has been given."""
 
@@ -143,8 +155,8 @@ class Rig:
         self.target, self.geometry, self.storage = target, geometry, storage
         if shape is None:
             shape = Shape(tp_rank=tp_rank, tp_size=tp_size)
-        if shape.dcp_size > 1 and not geometry.is_mla:
-            raise ValueError(f"{geometry.family}: SGLang allows DCP storage for MLA only ({shape.label()})")
+        if shape.dcp_size > 1 and not geometry.runs_dcp:
+            raise ValueError(f"{geometry.family}: SGLang runs no L3 under DCP for it ({shape.label()})")
         self.shape = shape
         caps = target.caps
         if geometry.kv.kind not in caps.kv_kinds:
@@ -152,7 +164,11 @@ class Rig:
         if pools is None:
             pools = {
                 geometry.kv.name: target.build_pool(
-                    geometry.kv, layout=layout, misalign=misalign, page_num=page_num
+                    kv_spec(geometry, shape),
+                    layout=layout,
+                    misalign=misalign,
+                    page_num=page_num,
+                    dcp_size=shape.dcp_size,
                 )
             }
             for spec in target.usable_pools(geometry):
@@ -194,21 +210,25 @@ class Rig:
     def pool(self, name: PoolName) -> HostPoolDouble:
         return self.pools[name]
 
+    def start(self, name: PoolName, page: int) -> int:
+        """The first slot of host page ``page``, in the controller's (logical, under DCP) slots."""
+        return page * self.pools[name].logical_page_size
+
     def indices(self, name: PoolName, pages: Sequence[int]) -> torch.Tensor:
         """Token slots of whole pages, as the controller hands them over."""
-        ps = self.pools[name].page_size
-        return torch.tensor([p * ps + t for p in pages for t in range(ps)], dtype=torch.int64)
+        span = self.pools[name].logical_page_size
+        return torch.tensor([p * span + t for p in pages for t in range(span)], dtype=torch.int64)
 
     def transfer(self, name: PoolName, keys: Sequence[str], pages: Sequence[int], **kw: Any) -> PoolTransfer:
         return PoolTransfer(name=name, host_indices=self.indices(name, pages), keys=list(keys), **kw)
 
     def put(self, name: PoolName, page: int, data: bytes) -> None:
-        self.pools[name].write_page(page * self.pools[name].page_size, data)
+        self.pools[name].write_page(self.start(name, page), data)
 
     def take(self, name: PoolName, page: int) -> bytes:
         """Host page ``page`` as read back; a keys-only backend makes every byte check unclaimed."""
         self.target.require("stores_bytes", "a keys-only backend fills no host memory")
-        return self.pools[name].read_page(page * self.pools[name].page_size)
+        return self.pools[name].read_page(self.start(name, page))
 
     def expect(self, name: PoolName, page: int, want: bytes, context: str = "") -> None:
         """Fail, briefly, unless host page ``page`` of pool ``name`` holds exactly ``want``."""
@@ -246,7 +266,7 @@ class Rig:
     def generic_set(self, keys: Sequence[str], pages: Sequence[int]) -> Any:
         """The controller's legacy store (``_generic_page_set``): flat KV data pages to ``batch_set``."""
         kv = self.pools[PoolName.KV]
-        data = [kv.get_data_page(p * kv.page_size) for p in pages]
+        data = [kv.get_data_page(self.start(PoolName.KV, p)) for p in pages]
         return self.backend.batch_set(list(keys), data)
 
     def generic_get(self, keys: Sequence[str], pages: Sequence[int]) -> int:
@@ -260,7 +280,7 @@ class Rig:
         for count, (page, data) in enumerate(zip(pages, got)):
             if data is None:
                 return count
-            kv.set_from_flat_data_page(page * kv.page_size, data)
+            kv.set_from_flat_data_page(self.start(PoolName.KV, page), data)
         return len(keys)
 
     def set(self, name: PoolName, keys: Sequence[str], pages: Sequence[int]) -> list[bool]:

@@ -122,9 +122,9 @@ def is_storage_writer(config: HiCacheStorageConfig, pool: PoolName | str) -> boo
     return not rank_replicated(config, pool) or config.tp_rank == config.dcp_rank
 
 
-def fit(shape: Shape, is_mla: bool) -> Shape:
-    """``shape`` as a model of this kind can run it: SGLang allows DCP for MLA models only."""
-    if is_mla or shape.dcp_size == 1:
+def fit(shape: Shape, dcp: bool) -> Shape:
+    """``shape`` without its DCP fields unless ``dcp`` (the model runs under DCP)."""
+    if dcp or shape.dcp_size == 1:
         return shape
     return Shape(**{**shape.config_fields(), "dcp_rank": 0, "dcp_size": 1, "logical_page_size": None})
 

@@ -115,6 +115,19 @@ class HiCacheStorageConfig:
     logical_page_size: int | None = None
 
 
+def page_span(pool: Any) -> int:
+    """Slots one page spans in the indices the controller hands over. Under decode context
+    parallelism SGLang widens an MLA pool: ``dcp_size`` slots share a physical row, and a page
+    spans ``logical_page_size`` of them, addressed ``get_page_buffer_meta`` and ``get_data_page``
+    take as they are."""
+    return int(getattr(pool, "logical_page_size", pool.page_size))
+
+
+def slot_count(pool: Any) -> int:
+    """Slots the controller addresses in ``pool`` (``logical_size`` under DCP)."""
+    return int(getattr(pool, "logical_size", pool.size))
+
+
 def page_starts(pool: Any, keys: Any, host_indices: Any) -> list[int] | None:
     """First slot of each page, or None when the request is malformed.
 
@@ -129,11 +142,11 @@ def page_starts(pool: Any, keys: Any, host_indices: Any) -> list[int] | None:
         return None
     if host_indices.dtype not in (torch.int64, torch.int32):
         return None
-    page_size = int(pool.page_size)
-    if host_indices.numel() != len(keys) * page_size:
+    span, slots = page_span(pool), slot_count(pool)
+    if host_indices.numel() != len(keys) * span:
         return None
-    starts = [int(i) for i in host_indices[::page_size].tolist()]
-    if any(s < 0 or s + page_size > int(pool.size) or s % page_size for s in starts):
+    starts = [int(i) for i in host_indices[::span].tolist()]
+    if any(s < 0 or s + span > slots or s % span for s in starts):
         return None
     return starts
 

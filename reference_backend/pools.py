@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from reference_backend.interface import page_span, slot_count
 from reference_backend.record import RecordLayout, layout_from_sizes, meaning_of
 
 
@@ -32,7 +33,7 @@ class Pool:
     def of(cls, name: str, host: Any, in_place: Callable[[Any], bool]) -> Pool:
         """Inspect ``host``: its regions' sizes (its record layout) and, where it reports them, their
         addresses; ``in_place``: whether the target may move a host pool's pages without staging."""
-        first = torch.arange(host.page_size, dtype=torch.int64)
+        first = torch.arange(page_span(host), dtype=torch.int64)
         try:
             meta = host.get_page_buffer_meta(first)
         except (NotImplementedError, ValueError, AssertionError):
@@ -53,7 +54,8 @@ class Pool:
 
     def meta(self, starts: list[int]) -> list[tuple[int, int]]:
         """(address, bytes) of every region of each page, as the host pool reports them."""
-        idx = torch.tensor([s + t for s in starts for t in range(self.host.page_size)], dtype=torch.int64)
+        span = page_span(self.host)
+        idx = torch.tensor([s + t for s in starts for t in range(span)], dtype=torch.int64)
         ptrs, sizes = self.host.get_page_buffer_meta(idx)
         return list(zip((int(p) for p in ptrs), (int(s) for s in sizes)))
 
@@ -61,13 +63,14 @@ class Pool:
         """(address, bytes) of every region of each page, page by page."""
         if self.strides is None:
             return self.meta(starts)
-        ps = self.host.page_size
+        span = page_span(self.host)
         rule = list(zip(self.strides, self.layout.region_sizes))
-        return [(base + (s // ps) * step, size) for s in starts for (base, step), size in rule]
+        return [(base + (s // span) * step, size) for s in starts for (base, step), size in rule]
 
     def learn_strides(self) -> None:
         """Check, once, that every page's regions sit at a fixed stride; then skip the per-batch query."""
-        ps, pages = self.host.page_size, int(self.host.size) // self.host.page_size
+        ps = page_span(self.host)
+        pages = slot_count(self.host) // ps
         first = self.meta([0])
         step = self.meta([ps]) if pages > 1 else first
         strides = [(p0, p1 - p0) for (p0, _), (p1, _) in zip(first, step)]
@@ -85,8 +88,7 @@ class Pool:
     def spans(self) -> list[tuple[int, int]]:
         """(address, bytes) of each region column over every page: what NIXL registers to move
         this pool's pages in place."""
-        ps = self.host.page_size
-        regions = self.regions(list(range(0, int(self.host.size), ps)))
+        regions = self.regions(list(range(0, slot_count(self.host), page_span(self.host))))
         columns = len(self.layout.region_sizes)
         out = []
         for c in range(columns):

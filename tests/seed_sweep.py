@@ -38,6 +38,7 @@ MUTANT_FAMILIES = {
     "CONTEXT_PARALLEL_BLIND_NAMES": "sidecar_key_uniqueness",
     "DCP_BLIND_NAMES": "sidecar_key_uniqueness",
     "PER_RANK_MLA_NAMES": "sidecar_key_uniqueness",
+    "PHYSICAL_PAGE_SPAN": "sidecar_key_uniqueness",
     "ANCHOR_WITHOUT_MARKERS": "pool_kinds",
     "BOUNDED_SIDE_BATCHES": "large_batches",
     "CAPPED_EXISTS": "large_batches",

@@ -5,7 +5,8 @@ misaligned bases, SGLang 0.5.23's real host pool (``conformance.upstream.host_po
 double's memory) and a free-standing double must agree on what a storage backend sees: page bytes
 and their order, buffer meta (the very pointers and sizes, or the same refusal), zero-copy
 eligibility, the dummy page's dtype and size, the flat-page codec, ``get_ksize_per_token`` and
-``get_hybrid_pool_buffer`` where the real class has them.
+``get_hybrid_pool_buffer`` where the real class has them. MLA pools are also held widened for
+decode context parallelism (``dcp_size`` 2 and 4), addressed in SGLang's logical slots.
 """
 
 from __future__ import annotations
@@ -37,16 +38,24 @@ needs_upstream = pytest.mark.skipif(UPSTREAM is not None, reason=f"SGLang is not
 PAGES = 6
 CASES = [
     pytest.param(
-        g.family, spec, layout, misalign, id=f"{g.family}-{spec.name}-{layout}-{'mis' if misalign else 'al'}"
+        g.family,
+        spec,
+        layout,
+        misalign,
+        dcp,
+        id=f"{g.family}-{spec.name}-{layout}-{'mis' if misalign else 'al'}{f'-dcp{dcp}' if dcp > 1 else ''}",
     )
     for g in all_geometries()
     for spec in g.pools
     for layout in spec.layouts
     for misalign in (0, MISALIGNMENT)
+    for dcp in ((1, 2, 4) if spec.kind == "mla" else (1,))
 ]
 
 
-def _pair(spec: PoolSpec, layout: str, misalign: int) -> tuple[HostPoolDouble, Any, HostPoolDouble]:
+def _pair(
+    spec: PoolSpec, layout: str, misalign: int, dcp: int = 1
+) -> tuple[HostPoolDouble, Any, HostPoolDouble]:
     """(the suite's double, SGLang's pool, the wrapper that shares that pool's memory)."""
     if spec.kind == "multi_region":
         pytest.skip(
@@ -55,8 +64,8 @@ def _pair(spec: PoolSpec, layout: str, misalign: int) -> tuple[HostPoolDouble, A
         )
     from conformance.upstream.host_pools import build_pool, upstream_of
 
-    wrapper = build_pool(spec, layout=layout, misalign=misalign, page_num=PAGES)
-    double = spec.build(layout=layout, misalign=misalign, page_num=PAGES)
+    wrapper = build_pool(spec, layout=layout, misalign=misalign, page_num=PAGES, dcp_size=dcp)
+    double = spec.build(layout=layout, misalign=misalign, page_num=PAGES, dcp_size=dcp)
     return double, upstream_of(wrapper), wrapper
 
 
@@ -74,16 +83,17 @@ def _meta(fn: Any, indices: torch.Tensor) -> Any:
 
 
 @needs_upstream
-@pytest.mark.parametrize(("family", "spec", "layout", "misalign"), CASES)
+@pytest.mark.parametrize(("family", "spec", "layout", "misalign", "dcp"), CASES)
 def test_the_double_matches_sglangs_host_pool(
-    family: str, spec: PoolSpec, layout: str, misalign: int
+    family: str, spec: PoolSpec, layout: str, misalign: int, dcp: int
 ) -> None:
     """Page bytes, meta, alignment, dummy page, codec and buffers of the double are SGLang's."""
-    double, real, shared = _pair(spec, layout, misalign)
+    double, real, shared = _pair(spec, layout, misalign, dcp)
     kind = type(double)
-    ps = double.page_size
-    assert (real.page_size, real.size, str(real.layout)) == (ps, double.size, layout), (
-        f"SGLang's pool has page_size={real.page_size}, size={real.size}, layout={real.layout}"
+    ps = double.logical_page_size  # the slots one page spans in the indices backends are handed
+    theirs = (real.page_size, getattr(real, "logical_page_size", real.page_size), real.size, str(real.layout))
+    assert theirs == (double.page_size, ps, double.size, layout), (
+        f"SGLang's pool has (page_size, logical_page_size, size, layout) {theirs}"
     )
     assert real.dtype == double.dtype, f"SGLang's dtype is {real.dtype}, the double's {double.dtype}"
 

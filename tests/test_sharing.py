@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conformance.geometry import all_geometries
 from conformance.interface import HiCacheStorageConfig, PoolName
 from conformance.sharing import Shape, entry_identity, fit, is_storage_writer, writer_of
 from conformance.strategies import rank_sets, shapes
@@ -116,8 +117,13 @@ def test_shapes_sglang_refuses_are_refused(fields: dict[str, Any]) -> None:
 
 def test_dcp_is_dropped_for_models_that_cannot_run_it() -> None:
     shape = Shape(tp_rank=1, tp_size=2, dcp_rank=1, **DCP)
-    assert fit(shape, is_mla=True) == shape
-    assert fit(shape, is_mla=False) == Shape(tp_rank=1, tp_size=2)
+    assert fit(shape, dcp=True) == shape
+    assert fit(shape, dcp=False) == Shape(tp_rank=1, tp_size=2)
+
+
+def test_only_an_mla_pool_with_at_most_mamba_beside_it_runs_under_dcp() -> None:
+    """SGLang's controller refuses L3 under DCP for MHA, DSA's separate indexer and V4's anchor."""
+    assert {g.family for g in all_geometries() if g.runs_dcp} == {"deepseek_v3_mla"}
 
 
 @given(shape=shapes())

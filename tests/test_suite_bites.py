@@ -72,7 +72,7 @@ BROKEN = [
     ),
     *(
         (broken, family, prop)
-        for broken in ("pp_blind_names", "cp_blind_names", "dcp_blind_names")
+        for broken in ("pp_blind_names", "cp_blind_names", "dcp_blind_names", "physical_page_indices")
         for family, prop in (
             ("test_sidecar_key_uniqueness", "test_every_shard_a_deployment_keeps_apart_has_its_own_entry"),
             ("test_pool_isolation", "test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share"),

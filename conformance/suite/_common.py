@@ -29,5 +29,6 @@ def ids(geometries: list[ModelGeometry]) -> list[str]:
 
 
 def runnable(target: Target, geometry: ModelGeometry, shape: Shape) -> Shape:
-    """``shape`` as this backend can run ``geometry``: DCP only for MLA, where the backend declares it."""
-    return fit(shape, geometry.is_mla and target.caps.decode_context_parallel)
+    """``shape`` as this backend can run ``geometry``: DCP only where SGLang runs the model's L3 under
+    it (MLA KV, at most Mamba beside) and the backend declares it."""
+    return fit(shape, geometry.runs_dcp and target.caps.decode_context_parallel)

@@ -178,7 +178,7 @@ def test_generic_calls_refuse_keys_and_pages_of_different_lengths(hicache_target
     geometry = load_geometry("llama3_mha")
     with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=4) as rig:
         kv = rig.pool(KV)
-        pages = [kv.get_data_page(p * kv.page_size) for p in range(3)]
+        pages = [kv.get_data_page(rig.start(KV, p)) for p in range(3)]
         for keys, values in ((["a", "b", "c"], pages[:2]), (["d", "e"], pages)):
             expect_refused(f"{len(keys)} keys with {len(values)} pages", partial(_flag, rig, keys, values))
             present = [k for k in keys if rig.backend.exists(k)]
@@ -204,5 +204,5 @@ def test_generic_get_answers_none_for_missing_keys_and_fills_the_rest(
         assert found == stored, f"batch_get found {found} for keys stored as {stored}"
         for i, key in enumerate(keys):
             if stored[i]:
-                kv.set_from_flat_data_page(i * kv.page_size, got[i])
+                kv.set_from_flat_data_page(rig.start(KV, i), got[i])
                 rig.expect(KV, i, written[key], f"key {key!r}")

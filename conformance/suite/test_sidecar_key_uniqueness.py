@@ -190,6 +190,7 @@ def _label(rig: Rig) -> str:
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
 @given(keys=shard_keys, ranks=rank_sets())
 @example(keys=["0"], ranks=NEIGHBOURS)
+@example(keys=["0"], ranks=[Shape(attn_cp_size=2), Shape(attn_cp_rank=1, attn_cp_size=2)])  # CP without DCP
 def test_every_shard_a_deployment_keeps_apart_has_its_own_entry(
     hicache_target: Target, geometry: ModelGeometry, keys: list[str], ranks: list[Shape]
 ) -> None:

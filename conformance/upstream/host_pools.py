@@ -123,7 +123,9 @@ class UpstreamMHAPool(_Delegating, MHAHostPool):
 class UpstreamMLAPool(_Delegating, MLAHostPool):
     """``MLATokenToKVPoolHost`` built from a real CPU ``MLATokenToKVPool``'s buffer info."""
 
-    def __init__(self, spec: PoolSpec, *, layout: str, misalign: int, page_num: int) -> None:
+    def __init__(
+        self, spec: PoolSpec, *, layout: str, misalign: int, page_num: int, dcp_size: int = 1
+    ) -> None:
         p = spec.params
         dtype = dtype_named(p["dtype"])
         super().__init__(
@@ -134,6 +136,7 @@ class UpstreamMLAPool(_Delegating, MLAHostPool):
             dtype=dtype,
             layout=layout,
             misalign=misalign,
+            dcp_size=dcp_size,
         )
         rope = 64 if p["kv_cache_dim"] > 64 else 0
         device_pool = _module("memory_pool").MLATokenToKVPool(
@@ -150,10 +153,11 @@ class UpstreamMLAPool(_Delegating, MLAHostPool):
             device_pool.get_device_pool_infos()[0].buffer_info,
             1.0,
             0,
-            p["page_size"],
+            self.logical_page_size,  # SGLang hands it the widened page and divides by dcp_size
             layout,
             pin_memory=False,
             device="cpu",
+            dcp_size=dcp_size,
             device_capacity_tokens=0,
             start_layer=0,
             end_layer=p["layer_num"],
@@ -165,7 +169,9 @@ class UpstreamMLAPool(_Delegating, MLAHostPool):
             raise AssertionError(f"SGLang lays this pool out as {tuple(self.upstream.kv_buffer.shape)}")
         self.upstream.kv_buffer = self.kv_buffer
         if getattr(self.upstream, "data_refs", None):
-            self.upstream.data_refs = [self.kv_buffer[i] for i in range(self.layer_num)]
+            # per-layer views, as SGLang takes them: page-major buffers through a transpose
+            rows = self.kv_buffer.transpose(0, 1) if layout == "page_first" else self.kv_buffer
+            self.upstream.data_refs = [rows[i] for i in range(self.layer_num)]
 
 
 class UpstreamMambaPool(_Delegating, MambaHostPool):
@@ -323,12 +329,15 @@ _UPSTREAM: dict[str, type[HostPoolDouble]] = {
 }
 
 
-def build_pool(spec: PoolSpec, *, layout: str, misalign: int = 0, page_num: int = 8) -> HostPoolDouble:
+def build_pool(
+    spec: PoolSpec, *, layout: str, misalign: int = 0, page_num: int = 8, dcp_size: int = 1
+) -> HostPoolDouble:
     """SGLang's own pool where it builds on a CPU, the suite's double elsewhere."""
     cls = _UPSTREAM.get(spec.kind)
+    dcp = {"dcp_size": dcp_size} if dcp_size > 1 else {}
     if cls is None:
-        return spec.build(layout=layout, misalign=misalign, page_num=page_num)
-    pool = cls(spec, layout=layout, misalign=misalign, page_num=page_num)  # type: ignore[call-arg]
+        return spec.build(layout=layout, misalign=misalign, page_num=page_num, **dcp)
+    pool = cls(spec, layout=layout, misalign=misalign, page_num=page_num, **dcp)  # type: ignore[call-arg]
     pool.fill(0xA5)
     return pool
 

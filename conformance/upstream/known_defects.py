@@ -37,7 +37,21 @@ OWNERSHIP_BY_SUFFIX = (
     "its own suffix: model 'm' evicts model 'org_m''s files, and 'org/m' and 'org-m' (both "
     "spelt 'org-m') each other's"
 )
+V2_PHYSICAL_PAGES = (
+    "batch_set_v2/batch_get_v2 count a page in the host pool's physical page_size; under decode "
+    "context parallelism SGLang's widened MLA pool spans logical_page_size slots a page, so every KV "
+    "request through v2 is refused (SGLang's controller drives HiCacheFile's KV through the legacy "
+    "calls, which pass)"
+)
 SGLANG_FILE_DEFECTS: dict[str, str] = {
+    **dict.fromkeys(
+        [
+            "test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share[deepseek_v3_mla]",
+            "test_every_shard_a_deployment_keeps_apart_has_its_own_entry[deepseek_v3_mla]",
+            "test_every_tp_rank_reads_the_replicated_entries_its_writer_stored[deepseek_v3_mla]",
+        ],
+        V2_PHYSICAL_PAGES,
+    ),
     "test_clear_in_one_deployment_never_removes_another_deployments_entries[*]": CLEAR_WIPES_THE_FOLDER,
     "test_eviction_takes_whole_entries_and_leaves_exists_and_get_agreeing": PER_FILE_LRU,
     "test_two_processes_writing_at_once_stay_within_one_budget": PER_INSTANCE_BUDGET,

@@ -17,11 +17,9 @@ ALL_PAGES and TRAILING_PAGES with ``restorable_prefix_pages`` filled, first writ
 key is skipped), one client shared by the controller's threads, any instance in any process of the
 namespace reading the cluster, and model names in every key (deployments share a cluster).
 
-Not claimed, though SGLang runs it on Mooncake: decode context parallelism. Under DCP SGLang hands
-the store an MLA host pool widened by ``dcp_size`` (logical pages of ``page_size * dcp_size``
-slots) and ``logical_page_size`` to match; the suite's DCP ranks keep the pool's own page size, so
-Mooncake's ``assert len(keys) == len(host_indices) // logical_page_size`` fires on the suite's
-request, not on SGLang's. The claim waits for the suite to draw DCP-widened pools.
+Decode context parallelism is claimed as SGLang runs it: an MLA host pool widened by ``dcp_size``
+(logical pages of ``page_size * dcp_size`` slots), ``logical_page_size`` to match, and the DCP
+topology in Mooncake's key prefix.
 
 What it fails is recorded in ``SGLANG_MOONCAKE_DEFECTS`` (finding 21 in docs/upstream-findings.md).
 """
@@ -88,6 +86,7 @@ SGLANG_MOONCAKE = BackendSpec(
         multiprocess=True,
         overwrites=False,
         shares_folder=True,
+        decode_context_parallel=True,  # SGLang runs DCP on file and Mooncake only
         io_modes={"tcp": {**CLIENT_SETTINGS, "global_segment_size": 0}},
     ),
     version=VERSION,

@@ -103,6 +103,18 @@ class _DcpBlindNames(BatchPlanner):
         return scope_for(replace(self.storage_config, dcp_rank=0, dcp_size=1, logical_page_size=None), name)
 
 
+class _PhysicalPageSpan(BatchPlanner):
+    def plan(self, name: str, keys: Any, host_indices: Any) -> list[Item] | None:
+        pool = self.pools.get(name)
+        physical = (
+            pool is not None
+            and isinstance(keys, list)
+            and isinstance(host_indices, torch.Tensor)
+            and host_indices.numel() == len(keys) * int(pool.host.page_size)
+        )
+        return super().plan(name, keys, host_indices) if physical else None
+
+
 class _PerRankMlaNames(BatchPlanner):
     def scope(self, name: str) -> Scope:
         return scope_for(replace(self.storage_config, is_mla_model=False), name)
@@ -136,6 +148,13 @@ class DcpBlindNames(NixlBackend):
     """MLA object names leave out the DCP shard: each DCP rank's tokens of a page share a record."""
 
     planner_type = _DcpBlindNames
+
+
+class PhysicalPageSpan(NixlBackend):
+    """A page spans the pool's physical ``page_size`` slots (the reference backend before the suite
+    drew DCP-widened pools): under DCP every request is refused."""
+
+    planner_type = _PhysicalPageSpan
 
 
 class PerRankMlaNames(NixlBackend):
@@ -306,6 +325,7 @@ PIPELINE_BLIND_NAMES = _spec(PipelineBlindNames)
 CONTEXT_PARALLEL_BLIND_NAMES = _spec(ContextParallelBlindNames)
 DCP_BLIND_NAMES = _spec(DcpBlindNames)
 PER_RANK_MLA_NAMES = _spec(PerRankMlaNames)
+PHYSICAL_PAGE_SPAN = _spec(PhysicalPageSpan)
 OFF_BY_ONE_RUN = _spec(OffByOneRun)
 TRAILING_WINDOW_MISREAD = _spec(TrailingWindowMisread)
 STAGED_OFFSETS_SHIFTED = _spec(StagedOffsetsShifted)
@@ -349,6 +369,7 @@ MUTANTS = [
     "CONTEXT_PARALLEL_BLIND_NAMES",
     "DCP_BLIND_NAMES",
     "PER_RANK_MLA_NAMES",
+    "PHYSICAL_PAGE_SPAN",
     "ANCHOR_WITHOUT_MARKERS",
     "BOUNDED_SIDE_BATCHES",
     "CAPPED_EXISTS",

@@ -272,7 +272,8 @@ def capability_docs() -> list[tuple[str, str, str]]:
 
 Factory = Callable[[HiCacheStorageConfig, Path], Any]
 PoolBuilder = Callable[..., Any]
-"""``(pool_spec, *, layout, misalign, page_num) -> HostPoolDouble``, as ``PoolSpec.build``."""
+"""``(pool_spec, *, layout, misalign, page_num) -> HostPoolDouble``, as ``PoolSpec.build``; an
+MLA KV pool under DCP also gets ``dcp_size`` (only then, so builders without DCP keep working)."""
 
 
 @dataclass(frozen=True)

@@ -5,22 +5,18 @@ backend shipped this defect until the suite drew DCP-widened pools."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
-
-import torch
 
 from conformance.capabilities import BackendSpec
 from conformance.memory_backend import CAPABILITIES, MemoryBackend
+from reference_backend.interface import page_starts
 
 
 class PhysicalPageIndicesBackend(MemoryBackend):
     def starts(self, pool: Any, keys: Any, host_indices: Any) -> list[int] | None:
-        span = int(pool.page_size)
-        if not isinstance(keys, list) or not isinstance(host_indices, torch.Tensor):
-            return None
-        if host_indices.numel() != len(keys) * span:
-            return None
-        return [int(i) for i in host_indices[::span].tolist()]
+        physical = SimpleNamespace(page_size=pool.page_size, size=pool.size)  # the pool's rows only
+        return page_starts(physical, keys, host_indices)
 
 
 SPEC = BackendSpec("broken-physical-page-indices", PhysicalPageIndicesBackend, CAPABILITIES)

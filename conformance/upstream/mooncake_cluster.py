@@ -30,8 +30,9 @@ from conformance.services import LOOPBACK, environment, free_port, running
 
 MASTER_ENV = "HICACHE_MOONCAKE_MASTER"
 """``host:port`` of the session's master; the suite's child processes read it from here."""
-SEGMENT_BYTES = 1 << 30
-"""Memory the holder mounts: every entry a worker's session stores fits, so nothing is evicted."""
+SEGMENT_BYTES = 4 << 30
+"""Memory the holder mounts (touched only as entries arrive): every entry a worker's session stores
+fits below the master's eviction watermark, so nothing is evicted; the session checks that it was not."""
 CLIENT_SETTINGS = {"metadata_server": "P2PHANDSHAKE", "protocol": "tcp", "device_name": ""}
 """Mooncake's TCP transport with peer-to-peer handshakes: no RDMA device, no metadata service."""
 ISOLATION = (
@@ -70,6 +71,32 @@ def _segment_mounted(metrics_port: int) -> bool:
         return False
 
 
+def _master_metrics(metrics_port: int) -> dict[str, float]:
+    """The master's Prometheus counters and gauges, by name."""
+    with urllib.request.urlopen(f"http://{LOOPBACK}:{metrics_port}/metrics", timeout=5) as reply:
+        lines = reply.read().decode().splitlines()
+    return {
+        name: float(value)
+        for name, _, value in (line.partition(" ") for line in lines)
+        if name and not name.startswith("#") and "{" not in name
+    }
+
+
+def require_no_eviction(metrics_port: int) -> None:
+    """Fail the session if the master evicted anything: an evicted entry reads as lost, so every
+    property that ran after it would blame the backend for the suite's undersized cluster."""
+    metrics = _master_metrics(metrics_port)
+    evicted = int(metrics.get("master_evicted_key_count", 0))
+    if evicted:
+        raise RuntimeError(
+            f"the session's Mooncake master evicted {evicted} objects "
+            f"({int(metrics.get('master_allocated_bytes', 0))} of "
+            f"{int(metrics.get('master_total_capacity_bytes', 0))} bytes in use at the end): "
+            "properties that lost entries after that measured the cluster's size, not the backend; "
+            "raise SEGMENT_BYTES"
+        )
+
+
 @contextlib.contextmanager
 def mooncake_cluster() -> Iterator[None]:
     """This session's master and segment holder, unless the environment names one (a child)."""
@@ -100,6 +127,7 @@ def mooncake_cluster() -> Iterator[None]:
         environment({MASTER_ENV: master}),
     ):
         yield
+        require_no_eviction(metrics)
 
 
 def main(master: str, segment_bytes: int) -> None:

@@ -296,7 +296,8 @@ class NixlBackend:
         return self.planner.present(name, keys, self.stored)
 
     def batch_exists(self, keys: list[str], extra_info: HiCacheStorageExtraInfo | None = None) -> int:
-        run = hits.leading_run(self._present(KV, keys))
+        with self.log.one_look():
+            run = hits.leading_run(self._present(KV, keys))
         if self.capacity and run:
             self.capacity.pin([self.digest(KV, k)[:8] for k in keys[:run]])
         return run
@@ -307,9 +308,10 @@ class NixlBackend:
         pool_transfers: list[PoolTransfer] | None = None,
         extra_info: HiCacheStorageExtraInfo | None = None,
     ) -> PoolTransferResult:
-        return hits.answer(
-            self.batch_exists(keys), keys, pool_transfers or [], self._present, self.restorable
-        )
+        with self.log.one_look():  # every pool answers from the same look at the disk
+            return hits.answer(
+                self.batch_exists(keys), keys, pool_transfers or [], self._present, self.restorable
+            )
 
     def restorable(self, t: PoolTransfer, present: list[bool]) -> list[bool]:
         """Per prefix length 0..kv, whether the pool of ``t`` can restore it under its policy."""

@@ -129,26 +129,41 @@ def slot_count(pool: Any) -> int:
 
 
 def page_starts(pool: Any, keys: Any, host_indices: Any) -> list[int] | None:
+    """First slot of each page of ``pool``, or None when the request is malformed (see
+    :func:`request_starts`)."""
+    return request_starts(keys, host_indices, page_span(pool), slot_count(pool))
+
+
+def request_starts(keys: Any, host_indices: Any, span: int, slots: int) -> list[int] | None:
     """First slot of each page, or None when the request is malformed.
 
     Keys must be distinct non-empty strings without NUL; ``host_indices`` a 1-D integer tensor of
-    whole, in-range pages, one page per key.
+    whole, in-range pages of ``span`` slots out of ``slots``, one page per key.
     """
-    if not isinstance(keys, list) or not all(isinstance(k, str) and k for k in keys):
+    if not isinstance(keys, list) or not all(isinstance(k, str) and k and "\x00" not in k for k in keys):
         return None
-    if any("\x00" in k for k in keys) or len(set(keys)) != len(keys):
+    if len(set(keys)) != len(keys):
         return None
     if not isinstance(host_indices, torch.Tensor) or host_indices.dim() != 1:
         return None
     if host_indices.dtype not in (torch.int64, torch.int32):
         return None
-    span, slots = page_span(pool), slot_count(pool)
     if host_indices.numel() != len(keys) * span:
         return None
-    starts = [int(i) for i in host_indices[::span].tolist()]
+    starts = _every(host_indices, span)
     if any(s < 0 or s + span > slots or s % span for s in starts):
         return None
     return starts
+
+
+def _every(indices: torch.Tensor, step: int) -> list[int]:
+    """Every ``step``-th index as Python ints: through a NumPy view where the tensor has one (a
+    tensor slice alone costs more than the rest of a one-page request's checks)."""
+    try:
+        out: list[int] = indices.numpy()[::step].tolist()
+    except (RuntimeError, TypeError):  # on a device, or part of an autograd graph
+        out = indices[::step].tolist()
+    return out
 
 
 def aligned_empty(

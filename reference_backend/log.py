@@ -29,6 +29,7 @@ once nobody holds it, so no transfer can meet a closed or reused descriptor.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import mmap
 import os
@@ -37,7 +38,7 @@ import threading
 import time
 import uuid
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -73,6 +74,24 @@ class Entry(NamedTuple):
     seq: int = 0
     """The record's own sequence number where it differs from its commit's: a record compaction
     moved keeps the one it was written with, so a newer version written meanwhile still wins."""
+
+
+CLOCK_REALTIME_COARSE = 5
+"""Linux's coarse wall clock, which the kernel stamps a local file system's times with (Python
+names only the fine one)."""
+
+
+def coarse_tick(stamp: int) -> int:
+    """The coarse clock now, truncated as coarsely as ``stamp`` may have been: to the largest power
+    of ten (up to a second) that divides it, so a file system's granularity is never underrated."""
+    try:
+        now = time.clock_gettime_ns(CLOCK_REALTIME_COARSE)
+    except OSError:
+        return 0
+    granule = 1
+    while granule < 1_000_000_000 and stamp % (granule * 10) == 0:
+        granule *= 10
+    return now - now % granule
 
 
 def commit_size(count: int) -> int:
@@ -164,12 +183,13 @@ class Segment:
     holds: int = 0
     """Users of its descriptor outside the log (NIXL registrations), counted by ``hold``."""
 
-    @property
+    @functools.cached_property
     def name(self) -> str:
         return os.path.basename(self.path)
 
-    @property
+    @functools.cached_property
     def id(self) -> int:
+        """What ties a commit to this file (a hash of its name), asked by every commit and scan."""
         return segment_id(self.name)
 
 
@@ -269,10 +289,13 @@ class SegmentLog:
         self._live: dict[Segment, int] = {}
         self._graveyard: list[Segment] = []
         self._writer: Segment | None = None
-        self._listing: tuple[int, int, int] = (0, 0, 0)
-        """(folder inode, folder mtime, when we listed it), to skip listing an unchanged folder."""
+        self._listing: tuple[int, int, int, int] = (0, 0, 0, 0)
+        """(folder inode, folder mtime, when we listed it by the wall clock and by the file
+        system's tick), to skip listing an unchanged folder."""
         self._seq = 0
         self._lock = threading.RLock()
+        self._look = threading.local()
+        """This thread's current look (``one_look``): the sizes of the segments it has checked."""
         self._commit_buf = _Aligned()
         self._scan_buf = _Aligned()
 
@@ -532,18 +555,23 @@ class SegmentLog:
     def _folder_changed(self) -> bool:
         """Whether the folder may hold new or fewer segments since we last listed it.
 
-        Folder mtimes are coarse (a jiffy, or a second on some file systems): a listing taken less
-        than a second after the folder last changed is trusted for nothing, as git treats racily
-        clean index entries.
+        Folder mtimes are coarse, so a listing taken in the same tick as the folder's last change
+        may miss a second change that kept its stamp; as git treats racily clean index entries,
+        such a listing is trusted for nothing. It is trusted once a tick has passed: on a local
+        file system (one on a block device, whose stamps come from this kernel's coarse clock)
+        when that clock, at the file system's granularity, had moved past the stamp when we
+        listed; anywhere else (network file systems stamp with the server's clock) a second later.
         """
         try:
             st = os.stat(self.folder)
         except OSError:
             return True
-        ino, mtime, listed = self._listing
-        if (st.st_ino, st.st_mtime_ns) == (ino, mtime) and listed - mtime > 1_000_000_000:
+        ino, mtime, listed, ticked = self._listing
+        if (st.st_ino, st.st_mtime_ns) == (ino, mtime) and (
+            listed - mtime > 1_000_000_000 or (ticked > mtime and os.major(st.st_dev) != 0)
+        ):
             return False
-        self._listing = (st.st_ino, st.st_mtime_ns, time.time_ns())
+        self._listing = (st.st_ino, st.st_mtime_ns, time.time_ns(), coarse_tick(st.st_mtime_ns))
         return True
 
     def _rebuild_after_loss(self) -> None:
@@ -560,10 +588,31 @@ class SegmentLog:
             if segment is not writer:
                 self._scan(segment, self._alive(segment))
 
+    @contextlib.contextmanager
+    def one_look(self) -> Iterator[None]:
+        """Within the block, this thread looks at the disk once: every pool of one call sees the
+        others' commits as they stood when it began, and the call pays one look, not one per pool."""
+        if self._looked() is not None:
+            yield
+            return
+        with self._lock:
+            self.refresh()
+        self._look.sizes = {}
+        try:
+            yield
+        finally:
+            self._look.sizes = None
+
+    def _looked(self) -> dict[Segment, int] | None:
+        """Segment sizes seen in this thread's current look; None outside one."""
+        sizes: dict[Segment, int] | None = getattr(self._look, "sizes", None)
+        return sizes
+
     def known(self, digests: Sequence[bytes]) -> list[Location | None]:
         """The newest committed location of each digest, others' latest commits included."""
         with self._lock:
-            self.refresh()
+            if self._looked() is None:
+                self.refresh()
             return [self._unless_evicted(d, self._index.get(d)) for d in digests]
 
     def _unless_evicted(self, digest: bytes, loc: Location | None) -> Location | None:
@@ -575,15 +624,17 @@ class SegmentLog:
         """Like ``known``, but only where the record's whole extent is still on disk."""
         with self._lock:
             found = self.known(digests)
-            sizes: dict[int, int] = {}
+            looked = self._looked()
+            sizes: dict[Segment, int] = looked if looked is not None else {}
             for loc in found:
-                if loc is not None and id(loc.segment) not in sizes:
-                    sizes[id(loc.segment)] = self._alive(loc.segment)
-            if any(s < 0 for s in sizes.values()):
+                if loc is not None and loc.segment not in sizes:
+                    sizes[loc.segment] = self._alive(loc.segment)
+            if any(sizes[loc.segment] < 0 for loc in found if loc is not None):
+                sizes.clear()
                 self._rebuild_after_loss()
                 return self.locate(digests)
             return [
-                loc if loc is not None and loc.offset + loc.size <= sizes[id(loc.segment)] else None
+                loc if loc is not None and loc.offset + loc.size <= sizes[loc.segment] else None
                 for loc in found
             ]
 
@@ -752,7 +803,7 @@ class SegmentLog:
             self._live.clear()
             self._dead.clear()
             self._tombs.clear()
-            self._listing = (0, 0, 0)
+            self._listing = (0, 0, 0, 0)
             with contextlib.suppress(OSError):
                 for name in os.listdir(self.folder):
                     if name.endswith(self._suffix):

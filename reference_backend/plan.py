@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reference_backend.interface import HiCacheStorageConfig, PoolName, PoolTransfer, page_starts
+from reference_backend.interface import HiCacheStorageConfig, PoolName, PoolTransfer, request_starts
 from reference_backend.naming import Scope, entry_digest, scope_for
 from reference_backend.pools import Pool
 
@@ -97,7 +97,7 @@ class BatchPlanner:
         pool = self.pools.get(name)
         if pool is None or self.closed:
             return None
-        starts = page_starts(pool.host, keys, host_indices)
+        starts = request_starts(keys, host_indices, pool.span, pool.slots)
         if starts is None:
             return None
         return [Item(pool, key, start, self.digest(name, key)) for key, start in zip(keys, starts)]

@@ -26,6 +26,10 @@ class Pool:
     layout: RecordLayout
     zero_copy: bool
     has_meta: bool
+    span: int
+    """Slots one page spans in the indices the controller hands over (``page_span``)."""
+    slots: int
+    """Slots the controller addresses (``slot_count``); both fixed at registration."""
     strides: list[tuple[int, int]] | None = None
     """Per region (address of page 0, bytes between pages), when every page follows that rule."""
 
@@ -33,7 +37,8 @@ class Pool:
     def of(cls, name: str, host: Any, in_place: Callable[[Any], bool]) -> Pool:
         """Inspect ``host``: its regions' sizes (its record layout) and, where it reports them, their
         addresses; ``in_place``: whether the target may move a host pool's pages without staging."""
-        first = torch.arange(page_span(host), dtype=torch.int64)
+        span, slots = page_span(host), slot_count(host)
+        first = torch.arange(span, dtype=torch.int64)
         try:
             meta = host.get_page_buffer_meta(first)
         except (NotImplementedError, ValueError, AssertionError):
@@ -47,14 +52,14 @@ class Pool:
         if sizes == [0]:
             sizes = [1]
         zero_copy = has_meta and in_place(host)
-        pool = cls(name, host, layout_from_sizes(sizes, meaning_of(host)), zero_copy, has_meta)
+        pool = cls(name, host, layout_from_sizes(sizes, meaning_of(host)), zero_copy, has_meta, span, slots)
         if has_meta:
             pool.learn_strides()
         return pool
 
     def meta(self, starts: list[int]) -> list[tuple[int, int]]:
         """(address, bytes) of every region of each page, as the host pool reports them."""
-        span = page_span(self.host)
+        span = self.span
         idx = torch.tensor([s + t for s in starts for t in range(span)], dtype=torch.int64)
         ptrs, sizes = self.host.get_page_buffer_meta(idx)
         return list(zip((int(p) for p in ptrs), (int(s) for s in sizes)))
@@ -63,14 +68,14 @@ class Pool:
         """(address, bytes) of every region of each page, page by page."""
         if self.strides is None:
             return self.meta(starts)
-        span = page_span(self.host)
+        span = self.span
         rule = list(zip(self.strides, self.layout.region_sizes))
         return [(base + (s // span) * step, size) for s in starts for (base, step), size in rule]
 
     def learn_strides(self) -> None:
         """Check, once, that every page's regions sit at a fixed stride; then skip the per-batch query."""
-        ps = page_span(self.host)
-        pages = slot_count(self.host) // ps
+        ps = self.span
+        pages = self.slots // ps
         first = self.meta([0])
         step = self.meta([ps]) if pages > 1 else first
         strides = [(p0, p1 - p0) for (p0, _), (p1, _) in zip(first, step)]
@@ -88,7 +93,7 @@ class Pool:
     def spans(self) -> list[tuple[int, int]]:
         """(address, bytes) of each region column over every page: what NIXL registers to move
         this pool's pages in place."""
-        regions = self.regions(list(range(0, slot_count(self.host), page_span(self.host))))
+        regions = self.regions(list(range(0, self.slots, self.span)))
         columns = len(self.layout.region_sizes)
         out = []
         for c in range(columns):

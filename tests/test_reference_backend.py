@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,16 @@ from conformance.oracle import expected_exists_v2
 from reference_backend.backend import NixlBackend
 from reference_backend.config import BackendConfig
 from reference_backend.descriptors import file_rows
-from reference_backend.log import FOLDER, HAS_SUM, SUFFIX, Entry, commit_size, encode_commit, segment_id
+from reference_backend.log import (
+    FOLDER,
+    HAS_SUM,
+    SUFFIX,
+    Entry,
+    coarse_tick,
+    commit_size,
+    encode_commit,
+    segment_id,
+)
 from reference_backend.record import BLOCK, pad
 
 PAGES = 4
@@ -251,6 +261,30 @@ def test_clear_by_another_instance_hides_entries_and_writing_continues(make, tmp
     assert first.batch_set_v1(["b"], indices(kv, [1])) == [True]
     assert second.batch_exists(["b"]) == 1
     assert len(segments(tmp_path)) == 1
+
+
+def test_a_segment_created_in_the_tick_of_the_last_listing_is_still_found(make, tmp_path: Path) -> None:
+    """A second folder change that keeps the stamp a reader listed under (same clock tick) must not
+    hide the new segment: a listing is trusted only once the clock has moved past that stamp."""
+    kv = kv_pool()
+    first, reader = make(False, kv=kv), make(False, kv=kv_pool())
+    assert first.batch_set_v1(["a"], indices(kv, [0])) == [True]
+    folder = tmp_path / FOLDER
+    tick = time.time_ns() + 10_000_000_000 + 123  # a stamp no clock has reached: every listing is racy
+    os.utime(folder, ns=(tick, tick))
+    assert reader.batch_exists(["a"]) == 1
+    late = make(False, kv=kv)
+    assert late.batch_set_v1(["b"], indices(kv, [1])) == [True]
+    os.utime(folder, ns=(tick, tick))  # the change kept the stamp the reader listed under
+    assert len(segments(tmp_path)) == 2
+    assert reader.batch_exists(["b"]) == 1, "a segment made in the listed tick was missed"
+
+
+def test_the_coarse_tick_is_truncated_as_far_as_a_stamp_may_have_been() -> None:
+    second = 1_000_000_000
+    assert coarse_tick(1_700_000_000 * second) % second == 0, "whole-second stamps: a whole-second tick"
+    assert coarse_tick(1_700_000_000 * second + 120_000_000) % 10_000_000 == 0
+    assert abs(coarse_tick(1_700_000_000 * second + 123_456_789) - time.time_ns()) < second
 
 
 def test_a_writer_starts_a_new_segment_at_the_configured_size(tmp_path: Path) -> None:

@@ -496,7 +496,8 @@ class CertCollector:
                 entry.outcome = "known defect"
                 entry.reason = str(report.wasxfail).removeprefix("known defect: ")
             elif report.skipped and isinstance(report.longrepr, tuple):
-                entry.reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+                # its first line: a skip inside a hypothesis example carries that example after it
+                entry.reason = str(report.longrepr[2]).removeprefix("Skipped: ").split("\n", 1)[0]
             elif report.failed:
                 entry.reason = f"{report.when} failed" if report.when != "call" else ""
                 entry.message = str(info.get("message") or report.longreprtext[-4000:])

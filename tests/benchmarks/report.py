@@ -80,6 +80,12 @@ def one_line_mixed(row: dict[str, Any]) -> str:
     return f"mixed {row['workload']} {mode_name(row)} x{row['batch']}: sequential/concurrent {_iv(gain)}"
 
 
+def one_line_phases(row: dict[str, Any]) -> str:
+    parts = ", ".join(f"{k} {v:.0f}" for k, v in row["median_us"].items())
+    head = f"phases {row['workload']} {mode_name(row)} {row['op']} x1 (us)"
+    return f"{head}: {parts}; total {row['total_us']:.0f}"
+
+
 def _met(iv: Interval | None, target: float) -> str:
     if iv is None:
         return "-"
@@ -146,12 +152,39 @@ def overhead_table(data: dict[str, Any]) -> list[str]:
             if iv is None or target is None
             else ("yes" if iv.median <= target else f"**no** (≤ {target:.0f})")
         )
-        us = {k: f"{median_interval(v).median * 1e6:.0f}" for k, v in row["times"].items()}
         lines.append(
-            f"| {row['workload']} | {row['op']} | {mode_name(row)} | {us.get('ours', '-')} | "
-            f"{us.get('limit', '-')} | {_iv(iv, '{:.0f}')} | {us.get('hicache-nixl', '-')} | {met} |"
+            f"| {row['workload']} | {row['op']} | {mode_name(row)} | {_us(row, 'ours')} | "
+            f"{_us(row, 'limit')} | {_iv(iv, '{:.0f}')} | {_us(row, 'hicache-nixl')} | {met} |"
         )
     return lines
+
+
+def phases_table(data: dict[str, Any]) -> list[str]:
+    """Ours' one-page calls split by step, beside the limit's whole call from the paired rounds."""
+    rows = data.get("phases", [])
+    if not rows:
+        return []
+    phases = list(rows[0]["median_us"])
+    limits = {
+        (r["workload"], r["op"], r["mode"], r["queue"]): _us(r, "limit")
+        for r in data["results"]
+        if r["batch"] == 1
+    }
+    lines = [
+        f"| workload | op | I/O mode, queue | {' | '.join(phases)} | total | limit (paired) |",
+        f"|---|---|---|{'---:|' * (len(phases) + 2)}",
+    ]
+    for row in rows:
+        cells = " | ".join(f"{row['median_us'][p]:.0f}" for p in phases)
+        limit = limits.get((row["workload"], row["op"], row["mode"], row["queue"]), "-")
+        total = f"{row['total_us']:.0f}"
+        lines.append(f"| {row['workload']} | {row['op']} | {mode_name(row)} | {cells} | {total} | {limit} |")
+    return lines
+
+
+def _us(row: dict[str, Any], name: str) -> str:
+    t = row["times"].get(name)
+    return f"{median_interval(t).median * 1e6:.0f}" if t else "-"
 
 
 def mixed_table(data: dict[str, Any]) -> list[str]:
@@ -212,6 +245,14 @@ def markdown(runs: list[dict[str, Any]]) -> str:
         out += [f"- {k.replace('_', ' ')}: {v}" for k, v in method.items()]
         out += ["", "### Batches (95% intervals in brackets)", "", *batch_table(data), ""]
         out += ["### Per-call overhead at one page", "", *overhead_table(data), ""]
+        if phases_table(data):
+            out += [
+                "### Where ours' time goes at one page (median µs per call, each step exclusive of the"
+                " steps it calls; `tests/benchmarks/phases.py`)",
+                "",
+                *phases_table(data),
+                "",
+            ]
         out += ["### Mixed: backup and prefetch at once (two threads) against one after the other", ""]
         out += [*mixed_table(data), ""]
     if len(runs) == 2:

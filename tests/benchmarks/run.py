@@ -30,6 +30,7 @@ from tests.benchmarks.contenders import Limit, Ours, Rig, Upstream
 from tests.benchmarks.models import REAL, SCALED_HYBRID, Workload
 from tests.benchmarks.ops import LimitOp, Refused, StoreOp, mixed
 from tests.benchmarks.paired import Contender, rounds
+from tests.benchmarks.phases import breakdown
 
 MODES = (("buffered", "aio"), ("direct", "aio"), ("direct", "uring"))
 
@@ -46,6 +47,8 @@ class Plan:
     mixed: tuple[tuple[str, int], ...]
     mixed_modes: tuple[tuple[str, str], ...]
     rounds_mixed: int
+    phase_calls: int
+    """One-page calls per op and mode whose time is split by step (``tests.benchmarks.phases``)."""
 
 
 FULL = Plan(
@@ -57,6 +60,7 @@ FULL = Plan(
     mixed=((SCALED_HYBRID.name, 64), (REAL[0].name, 32)),
     mixed_modes=(("buffered", "aio"), ("direct", "aio")),
     rounds_mixed=9,
+    phase_calls=200,
 )
 QUICK = Plan(
     modes=(("buffered", "aio"), ("direct", "aio")),
@@ -67,6 +71,7 @@ QUICK = Plan(
     mixed=((SCALED_HYBRID.name, 8),),
     mixed_modes=(("buffered", "aio"),),
     rounds_mixed=3,
+    phase_calls=10,
 )
 
 
@@ -164,6 +169,19 @@ def measure_mixed(
     }
 
 
+def measure_phases(workload: Workload, mode: str, queue: str, calls: int, root: Path) -> list[dict[str, Any]]:
+    """Ours' one-page calls of every op in one mode, split by step."""
+    pools = workload.build(1, upstream=False)
+    rig = Rig(workload, pools, root / f"phases-{workload.name}-{mode}-{queue}", mode, queue)
+    try:
+        return [
+            {"workload": workload.name, "mode": mode, "queue": queue, **breakdown(rig, op, calls)}
+            for op in ops_for(mode, 1)
+        ]
+    finally:
+        shutil.rmtree(rig.root, ignore_errors=True)
+
+
 def speeds(nbytes: int = 64 << 20) -> dict[str, float]:
     """GB/s of the two things a verified warm read is made of: a memory copy and XXH3 over it."""
     import torch
@@ -242,6 +260,11 @@ def run(plan: Plan, root: Path) -> dict[str, Any]:
             row = measure_mixed(workloads[name], mode, queue, batch, plan.rounds_mixed, root)
             mixes.append(row)
             print(report.one_line_mixed(row), flush=True)
+    phases = []
+    for mode, queue in plan.modes:
+        for row in measure_phases(SCALED_HYBRID, mode, queue, plan.phase_calls, root):
+            phases.append(row)
+            print(report.one_line_phases(row), flush=True)
     env["load_after"] = [round(x, 1) for x in os.getloadavg()]
     env["seconds"] = round(time.perf_counter() - started, 1)
     return {
@@ -256,6 +279,7 @@ def run(plan: Plan, root: Path) -> dict[str, Any]:
         },
         "results": results,
         "mixed": mixes,
+        "phases": phases,
     }
 
 

@@ -101,6 +101,17 @@ class Rig:
         return path
 
 
+ExistsQuery = tuple[list[str], list[PoolTransfer]]
+"""``batch_exists_v2``'s arguments: the KV keys and each side pool's query."""
+
+
+def exists_query(transfers: list[PoolTransfer]) -> ExistsQuery:
+    """The exists query a batch's transfers make, built once, outside any timing, as the cache
+    controller builds its own."""
+    keys = list(transfers[0].keys or [])
+    return keys, [PoolTransfer(name=t.name, keys=t.keys, hit_policy=t.hit_policy) for t in transfers[1:]]
+
+
 class Ours:
     """The reference backend, checksum on or off."""
 
@@ -126,9 +137,8 @@ class Ours:
     def get(self, transfers: list[PoolTransfer]) -> bool:
         return all(all(v) for v in self.backend.batch_get_v2(transfers).values())
 
-    def exists(self, transfers: list[PoolTransfer]) -> bool:
-        keys = list(transfers[0].keys or [])
-        side = [PoolTransfer(name=t.name, keys=t.keys, hit_policy=t.hit_policy) for t in transfers[1:]]
+    def exists(self, query: ExistsQuery) -> bool:
+        keys, side = query
         return self.backend.batch_exists_v2(keys, side).kv_hit_pages == len(keys)
 
     def clear(self) -> None:
@@ -165,9 +175,8 @@ class Upstream:
         ok = all(self.backend.batch_get_v1(kv.keys, kv.host_indices))
         return ok and all(all(v) for v in self.backend.batch_get_v2(side).values()) if side else ok
 
-    def exists(self, transfers: list[PoolTransfer]) -> bool:
-        keys = list(transfers[0].keys or [])
-        side = [PoolTransfer(name=t.name, keys=t.keys, hit_policy=t.hit_policy) for t in transfers[1:]]
+    def exists(self, query: ExistsQuery) -> bool:
+        keys, side = query
         return int(self.backend.batch_exists_v2(keys, side).kv_hit_pages) == len(keys)
 
     def clear(self) -> None:

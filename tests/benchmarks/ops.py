@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from conformance.interface import PoolTransfer
-from tests.benchmarks.contenders import Limit, Rig, drop_cache, files_under
+from tests.benchmarks.contenders import ExistsQuery, Limit, Rig, drop_cache, exists_query, files_under
 from tests.benchmarks.paired import Timed, write_back
 
 TICK_NS = 20_000_000
@@ -30,7 +30,7 @@ class Store(Protocol):
 
     def set(self, transfers: list[PoolTransfer]) -> bool: ...
     def get(self, transfers: list[PoolTransfer]) -> bool: ...
-    def exists(self, transfers: list[PoolTransfer]) -> bool: ...
+    def exists(self, query: ExistsQuery) -> bool: ...
 
 
 class Refused(RuntimeError):
@@ -53,6 +53,7 @@ class StoreOp:
     durable: bool = True
     name: str = ""
     transfers: list[PoolTransfer] = field(default_factory=list)
+    query: ExistsQuery = field(default_factory=lambda: ([], []))
     since: int = 0
 
     def __post_init__(self) -> None:
@@ -61,6 +62,7 @@ class StoreOp:
             self.transfers = self.rig.transfers("stored", self.batch)
             _check(self.store.set(self.transfers), self.name, f"a batch of {self.batch}")
             _check(self.store.get(self.transfers), self.name, f"a read of {self.batch}")
+            self.query = exists_query(self.transfers)
 
     def prepare(self, round_no: int) -> None:
         if self.op == "set-fresh":
@@ -74,7 +76,7 @@ class StoreOp:
         if self.op == "set-fresh":
             _check(self.store.set(self.transfers), self.name, "a fresh batch")
         elif self.op == "exists":
-            _check(self.store.exists(self.transfers), self.name, "exists")
+            _check(self.store.exists(self.query), self.name, "exists")
         else:
             _check(self.store.get(self.transfers), self.name, "a read")
 

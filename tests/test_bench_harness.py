@@ -2,7 +2,8 @@
 
 The benchmarks themselves are not collected by the default run (``tests/benchmarks/conftest.py``);
 what is checked here is what their figures rest on: the median interval, the rotation that gives
-every contender every position, and the two-run agreement the report states.
+every contender every position, the two-run agreement the report states, and the phase meter that
+splits one call by step.
 """
 
 from __future__ import annotations
@@ -76,3 +77,28 @@ def test_two_runs_agree_only_within_ten_percent() -> None:
     assert (agree, total) == (2, 2)
     _, agree, total = report.agreement(_run(0.9), _run(0.7))
     assert (agree, total) == (0, 2)
+
+
+def test_a_metered_step_is_charged_its_own_time_and_not_its_nested_steps() -> None:
+    """The phase table says where one call's time goes: a step's nested metered steps count for
+    themselves, and the unmetered rest of the call is ``other``."""
+    from tests.benchmarks.phases import Meter
+
+    clock = [0]
+    meter = Meter(clock=lambda: clock[0])
+
+    def tick(ns: int) -> None:
+        clock[0] += ns
+
+    inner = meter.timed("nixl", lambda: tick(300))
+
+    def outer_body() -> None:
+        tick(100)
+        inner()
+        tick(50)
+
+    meter.timed("log", outer_body)()
+    spent = meter.take(total_ns=1000)
+    assert spent["log"] == pytest.approx(0.15) and spent["nixl"] == pytest.approx(0.3)
+    assert spent["other"] == pytest.approx(1.0 - 0.45)
+    assert meter.take(total_ns=0)["log"] == 0, "take starts the next call from zero"

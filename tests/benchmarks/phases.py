@@ -29,18 +29,19 @@ PHASES = ("plan", "log", "stage", "descriptors", "nixl", "checksum", "other")
 class Meter:
     """Exclusive time per phase: a step's time less the metered steps it called."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], int] = time.perf_counter_ns) -> None:
+        self.clock = clock
         self.spent: Counter[str] = Counter()
         self._inner: list[int] = []
 
     def timed(self, phase: str, inner: Callable[..., Any]) -> Callable[..., Any]:
         def step(*args: Any, **kwargs: Any) -> Any:
             self._inner.append(0)
-            start = time.perf_counter_ns()
+            start = self.clock()
             try:
                 return inner(*args, **kwargs)
             finally:
-                took = time.perf_counter_ns() - start
+                took = self.clock() - start
                 nested = self._inner.pop()
                 self.spent[phase] += took - nested
                 if self._inner:

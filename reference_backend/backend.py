@@ -14,8 +14,9 @@ A batch reads in one direction, each step its own module:
 4. **Descriptors** (:mod:`~reference_backend.descriptors`): the rows of every pool of the batch.
 5. **One transfer** (:mod:`~reference_backend.transfer`, with the NIXL registrations): only if it
    fails are pages retried one by one, for exact per-key results. A write checksums its pages
-   while the kernel writes them. A verified O_DIRECT read of many in-place pages goes as several
-   transfers posted at once, each checked as it lands, so the checksum overlaps the I/O in flight.
+   while the kernel writes them. A verified read of many pages goes as several transfers, so the
+   checksum overlaps the I/O: under O_DIRECT they are posted at once and each is checked as it
+   lands; buffered, each is checked on a helper thread while the next one copies.
 6. **Commit**: records are published by their commit only after the transfer succeeded;
    ``exists`` requires the record's whole extent on disk and its geometry; reads check the
    checksum the commit carries.
@@ -30,6 +31,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
@@ -51,12 +53,12 @@ from reference_backend.naming import family_digest, tenant_name
 from reference_backend.plan import BatchPlanner, Item, by_pool
 from reference_backend.pools import Pool
 from reference_backend.staging import checksum, gather, intact, place, scatter
-from reference_backend.transfer import Lane, SegmentFiles, all_or_each, pipelined
+from reference_backend.transfer import Lane, SegmentFiles, all_or_each, overlapped, pipelined
 
 KV = str(PoolName.KV)
 READ_CHUNKS = 8
-"""O_DIRECT reads of at least twice this many in-place pages go as this many transfers at once,
-each checked as it lands while the rest are still in flight (see ``read_pipelined``)."""
+"""Verified reads of at least twice this many pages go as this many transfers, each checked while
+the rest move (see ``read_pipelined``)."""
 
 
 class NixlBackend:
@@ -81,8 +83,10 @@ class NixlBackend:
         self.settings = BackendConfig.from_extra(storage_config.extra_config, location)
         self.storage_config = storage_config
         self.verify = self.settings.verify
-        self.read_chunks = READ_CHUNKS if self.settings.direct_io and self.verify else 1
-        """Transfers a verified O_DIRECT read is split into (1: one transfer, checked after it lands)."""
+        self.read_chunks = READ_CHUNKS if self.verify else 1
+        """Transfers a verified read is split into (1: one transfer, checked after it lands)."""
+        self._checker: ThreadPoolExecutor | None = None
+        """The thread that checks a buffered read's landed chunks while the next one copies."""
         self.planner = self.planner_type(storage_config, self.moves_in_place)
         self.root = str(self.settings.storage_dir)
         os.makedirs(self.root, exist_ok=True)
@@ -170,12 +174,15 @@ class NixlBackend:
             return False
 
     def read_pipelined(self, lane: Lane, items: list[Item]) -> dict[int, bool] | None:
-        """Post the batch as several transfers at once and finish each one's items as it lands.
+        """Move the batch as several transfers and check each one's items while the rest move.
 
-        O_DIRECT reads run asynchronously in the kernel, so checking the first transfer's
-        checksums overlaps the later ones' I/O instead of following all of it. Staged pages share
-        one staging buffer, so they travel together, last. None when any transfer fails or the
-        batch is too small to gain: the all-or-each path then reads it again, for exact results.
+        O_DIRECT reads run asynchronously in the kernel: every transfer is posted at once, and
+        checking the first overlaps the later ones' I/O. A buffered read is a copy NIXL makes
+        inside the post: the transfers go one by one, each checked on a helper thread while the
+        next copies, so a verified read costs about one pass over the bytes, not two. Staged
+        pages share one staging buffer, so they travel together, last. None when any transfer
+        fails or the batch is too small to gain: the all-or-each path then reads it again, for
+        exact results.
         """
         moved = [i for i in items if i.pool.zero_copy]
         if len(moved) < 2 * self.read_chunks:
@@ -189,7 +196,15 @@ class NixlBackend:
             self.stage(lane, chunk, writing=False)
             return file_rows(chunk, writing=False)
 
-        return pipelined(lane, "READ", chunks, rows, self.REMOTE, self.receive)
+        if self.settings.direct_io:
+            return pipelined(lane, "READ", chunks, rows, self.REMOTE, self.receive)
+        return overlapped(lane, "READ", chunks, rows, self.REMOTE, self.receive, self._checking())
+
+    def _checking(self) -> ThreadPoolExecutor:
+        """The helper thread of buffered verified reads, started on first use."""
+        if self._checker is None:
+            self._checker = ThreadPoolExecutor(1, thread_name_prefix="hicache-check")
+        return self._checker
 
     def receive(self, item: Item) -> bool:
         """Finish a read page: check the checksum its commit promised, then scatter staged bytes."""
@@ -346,6 +361,8 @@ class NixlBackend:
                 lane.close()
             self.log.close()
             self.planner.close()
+            if self._checker is not None:
+                self._checker.shutdown()
         for lane in self.lanes.values():
             agents.release(lane.agent)
 

@@ -6,7 +6,10 @@ not thread-safe, so only the lane that owns an agent registers with it, under th
 
 A transfer is posted, then waited for: whoever posts it may work meanwhile (a write checksums
 the bytes the kernel is writing) before ``wait``. ``all_or_each`` retries a failed batch item by
-item, for exact per-key results.
+item, for exact per-key results. A read of many pages goes in chunks so that checking the bytes
+overlaps moving the rest: ``pipelined`` posts every chunk at once (O_DIRECT, where the kernel
+moves them meanwhile), ``overlapped`` moves them one by one and checks each on a helper thread
+(buffered, where a chunk's copy is made inside its post, which lets go of the GIL).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -169,8 +173,44 @@ def pipelined(
     for chunk, transfer in posted:
         whole = whole and transfer is not None and transfer.wait()
         if whole:
-            done.update({id(i): then(i) for i in chunk})
+            done.update(_finish(chunk, then))
     for _, transfer in posted:
         if transfer is not None:
             transfer.release()
     return done if whole else None
+
+
+def overlapped(
+    lane: Lane,
+    op: str,
+    chunks: list[list[T]],
+    rows: Callable[[list[T]], tuple[np.ndarray, np.ndarray]],
+    kind: str,
+    then: Callable[[T], bool],
+    helper: Executor,
+) -> dict[int, bool] | None:
+    """Move the chunks one after another on this thread and finish each chunk's items with
+    ``then`` on ``helper`` as soon as it has landed, beside the next chunk's move. Every chunk
+    handed to the helper is finished before this returns (so staging is free again). None when
+    any transfer fails."""
+    finishing: list[Future[dict[int, bool]]] = []
+    whole = True
+    try:
+        for chunk in chunks:
+            try:
+                with lane.post(op, *rows(chunk), kind) as moving:
+                    whole = moving.wait()
+            except Exception:  # NIXL raises its own binding errors for any I/O failure
+                whole = False
+            if not whole:
+                break
+            finishing.append(helper.submit(_finish, chunk, then))
+    finally:
+        done: dict[int, bool] = {}
+        for finished in finishing:
+            done.update(finished.result())
+    return done if whole else None
+
+
+def _finish(chunk: list[T], then: Callable[[T], bool]) -> dict[int, bool]:
+    return {id(i): then(i) for i in chunk}

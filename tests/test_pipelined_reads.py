@@ -1,10 +1,12 @@
-"""Verified O_DIRECT reads of many in-place pages go as several transfers, each checked as it
-lands (``NixlBackend.read_pipelined``): results stay exact per key, corruption anywhere in the
-batch is caught for that key alone, and staged pools still travel beside them."""
+"""Verified reads of many pages go as several transfers, each checked while the rest move
+(``NixlBackend.read_pipelined``: posted at once under O_DIRECT, checked on a helper thread while
+the next one copies when buffered): results stay exact per key, corruption anywhere in the batch
+is caught for that key alone, and staged pools still travel beside them."""
 
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -49,19 +51,24 @@ def transfers(kv: MHAHostPool, keys: list[str]) -> list[PoolTransfer]:
     ]
 
 
-@pytest.fixture
-def stored(tmp_path: Path):
+def store(root: Path, direct: bool) -> tuple[NixlBackend, MHAHostPool, MultiRegionHostPool, list[str]]:
     kv, side = pools()
     cfg = HiCacheStorageConfig(
-        0, 1, 0, 1, 0, 1, False, False, True, "m", extra_config={"use_direct_io": True}
+        0, 1, 0, 1, 0, 1, False, False, True, "m", extra_config={"use_direct_io": direct}
     )
-    backend = NixlBackend(cfg, tmp_path)
+    backend = NixlBackend(cfg, root)
     backend.register_mem_pool_host(kv)
     backend.register_mem_host_pool_v2(side, PoolName.MAMBA)
     assert backend.transfer_mode(PoolName.KV) == "zero_copy"
-    assert backend.transfer_mode(PoolName.MAMBA) == "staged"
+    assert backend.transfer_mode(PoolName.MAMBA) == ("staged" if direct else "zero_copy")
     keys = [f"k{i}" for i in range(PAGES)]
     assert all(all(v) for v in backend.batch_set_v2(transfers(kv, keys)).values())
+    return backend, kv, side, keys
+
+
+@pytest.fixture(params=[True, False], ids=["o_direct", "buffered"])
+def stored(tmp_path: Path, request: pytest.FixtureRequest):
+    backend, kv, side, keys = store(tmp_path, direct=request.param)
     yield backend, kv, side, keys, tmp_path
     backend.close()
 
@@ -93,3 +100,27 @@ def test_corruption_in_a_late_transfer_fails_that_key_alone(stored) -> None:
     result = backend.batch_get_v2(transfers(kv, keys))
     assert result[str(PoolName.KV)] == [i != victim for i in range(PAGES)]
     assert result[str(PoolName.MAMBA)] == [True] * PAGES
+
+
+def test_a_buffered_read_checks_each_chunk_on_a_helper_while_the_next_one_copies(tmp_path: Path) -> None:
+    backend, kv, _, keys = store(tmp_path, direct=False)
+    lane = backend.lanes["READ"]
+    posts: list[int] = []
+    checked_on: set[int] = set()
+    post, receive = lane.post, backend.receive
+
+    def counting_post(*args):
+        posts.append(1)
+        return post(*args)
+
+    def noting_receive(item):
+        checked_on.add(threading.get_ident())
+        return receive(item)
+
+    lane.post = counting_post  # type: ignore[method-assign]
+    backend.receive = noting_receive  # type: ignore[method-assign]
+    result = backend.batch_get_v2(transfers(kv, keys))
+    assert all(all(v) for v in result.values())
+    assert len(posts) == READ_CHUNKS, "one transfer a chunk"
+    assert checked_on and threading.get_ident() not in checked_on, "checked on the helper thread"
+    backend.close()

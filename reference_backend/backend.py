@@ -31,7 +31,6 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import torch
@@ -59,6 +58,14 @@ KV = str(PoolName.KV)
 READ_CHUNKS = 8
 """Verified reads of at least twice this many pages go as this many transfers, each checked while
 the rest move (see ``read_pipelined``)."""
+HANDOFF_PAGES = 2 * READ_CHUNKS
+"""Buffered verified writes of at least this many pages checksum them on a helper thread beside
+the copy; below it the handoff costs more than it overlaps."""
+
+
+def checksums(items: list[Item], verify: bool = True) -> list[int | None]:
+    """Each page's checksum where its bytes are now (None for all when not verifying)."""
+    return [checksum(i) if verify else None for i in items]
 
 
 class NixlBackend:
@@ -85,8 +92,6 @@ class NixlBackend:
         self.verify = self.settings.verify
         self.read_chunks = READ_CHUNKS if self.verify else 1
         """Transfers a verified read is split into (1: one transfer, checked after it lands)."""
-        self._checker: ThreadPoolExecutor | None = None
-        """The thread that checks a buffered read's landed chunks while the next one copies."""
         self.planner = self.planner_type(storage_config, self.moves_in_place)
         self.root = str(self.settings.storage_dir)
         os.makedirs(self.root, exist_ok=True)
@@ -161,16 +166,22 @@ class NixlBackend:
 
     def transfer(self, lane: Lane, op: str, items: list[Item]) -> bool:
         """Stage and move located items in one NIXL transfer; True when every byte moved. A write
-        checksums its pages while the kernel writes them."""
+        checksums its pages while they move: after posting them under O_DIRECT (the kernel writes
+        meanwhile), on the lane's helper thread when a buffered post makes the copy itself."""
         writing = op == "WRITE"
         self.stage(lane, items, writing)
+        beside = writing and self.verify and not self.settings.direct_io and len(items) >= HANDOFF_PAGES
+        sums = lane.helper().submit(checksums, items) if beside else None
         try:
             with lane.post(op, *file_rows(items, writing), self.REMOTE) as moving:
                 if writing:
-                    for item in items:
-                        item.checksum = checksum(item) if self.verify else None
+                    for item, value in zip(items, sums.result() if sums else checksums(items, self.verify)):
+                        item.checksum = value
                 return moving.wait()
         except Exception:  # NIXL raises its own binding errors for any I/O failure
+            if sums is not None:  # the helper reads host memory the caller may reuse once we return
+                with contextlib.suppress(Exception):
+                    sums.result()
             return False
 
     def read_pipelined(self, lane: Lane, items: list[Item]) -> dict[int, bool] | None:
@@ -198,13 +209,7 @@ class NixlBackend:
 
         if self.settings.direct_io:
             return pipelined(lane, "READ", chunks, rows, self.REMOTE, self.receive)
-        return overlapped(lane, "READ", chunks, rows, self.REMOTE, self.receive, self._checking())
-
-    def _checking(self) -> ThreadPoolExecutor:
-        """The helper thread of buffered verified reads, started on first use."""
-        if self._checker is None:
-            self._checker = ThreadPoolExecutor(1, thread_name_prefix="hicache-check")
-        return self._checker
+        return overlapped(lane, "READ", chunks, rows, self.REMOTE, self.receive, lane.helper())
 
     def receive(self, item: Item) -> bool:
         """Finish a read page: check the checksum its commit promised, then scatter staged bytes."""
@@ -361,8 +366,6 @@ class NixlBackend:
                 lane.close()
             self.log.close()
             self.planner.close()
-            if self._checker is not None:
-                self._checker.shutdown()
         for lane in self.lanes.values():
             agents.release(lane.agent)
 

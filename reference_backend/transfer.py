@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -76,9 +76,16 @@ class Lane:
     """Segment files registered with the agent (file targets only)."""
     spans: list[Any] = field(default_factory=list)
     """Registrations of zero-copy host pools' memory."""
+    _helper: ThreadPoolExecutor | None = None
 
     def __post_init__(self) -> None:
         self.staging = Staging(self.agent)
+
+    def helper(self) -> ThreadPoolExecutor:
+        """This lane's thread for checksums that run beside a buffered copy, started on first use."""
+        if self._helper is None:
+            self._helper = ThreadPoolExecutor(1, thread_name_prefix="hicache-checksum")
+        return self._helper
 
     def register_spans(self, spans: list[tuple[int, int]]) -> None:
         """Register host memory pages move in place from or to."""
@@ -92,6 +99,8 @@ class Lane:
         for reg in self.spans:
             self.agent.deregister_memory(reg)
         self.spans.clear()
+        if self._helper is not None:
+            self._helper.shutdown()
 
     def post(self, op: str, dram: np.ndarray, remote: np.ndarray, kind: str) -> Posted:
         """Start one transfer of rows ``dram`` to or from rows ``remote`` of memory type ``kind``."""

@@ -1,7 +1,8 @@
 """Verified reads of many pages go as several transfers, each checked while the rest move
 (``NixlBackend.read_pipelined``: posted at once under O_DIRECT, checked on a helper thread while
 the next one copies when buffered): results stay exact per key, corruption anywhere in the batch
-is caught for that key alone, and staged pools still travel beside them."""
+is caught for that key alone, and staged pools still travel beside them. A buffered write of many
+pages checksums them on the same helper while it copies."""
 
 from __future__ import annotations
 
@@ -123,4 +124,25 @@ def test_a_buffered_read_checks_each_chunk_on_a_helper_while_the_next_one_copies
     assert all(all(v) for v in result.values())
     assert len(posts) == READ_CHUNKS, "one transfer a chunk"
     assert checked_on and threading.get_ident() not in checked_on, "checked on the helper thread"
+    backend.close()
+
+
+def test_a_buffered_write_checksums_on_a_helper_while_it_copies(tmp_path: Path, monkeypatch) -> None:
+    import reference_backend.backend as backend_module
+
+    summed_on: set[int] = set()
+    checksums = backend_module.checksums
+
+    def noting(items, verify=True):
+        summed_on.add(threading.get_ident())
+        return checksums(items, verify)
+
+    monkeypatch.setattr(backend_module, "checksums", noting)
+    backend, kv, side, keys = store(tmp_path, direct=False)  # stores PAGES pages of two pools
+    assert summed_on and threading.get_ident() not in summed_on, "summed on the helper thread"
+    before = kv.snapshot() + side.snapshot()
+    kv.fill(0)
+    side.fill(0)
+    assert all(all(v) for v in backend.batch_get_v2(transfers(kv, keys)).values()), "the sums hold"
+    assert kv.snapshot() + side.snapshot() == before
     backend.close()

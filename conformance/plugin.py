@@ -458,6 +458,8 @@ class CertCollector:
     def __init__(self, config: pytest.Config, run: _Run) -> None:
         self.config, self.run = config, run
         self.by_id: dict[str, PropertyResult] = {}
+        self.nodes: dict[str, str] = {}
+        """Test node id -> property id, for reports that come without the property's record."""
         self.profile = ""
 
     def pytest_sessionstart(self) -> None:
@@ -481,9 +483,11 @@ class CertCollector:
 
         info = next((v for k, v in report.user_properties if k == "hicache"), None)
         if not isinstance(info, dict):
+            self._unrecorded(report)
             return
         pid = str(info["property"])
-        entry = self.by_id.setdefault(pid, PropertyResult(pid, family_of(pid), outcome="passed"))
+        self.nodes[report.nodeid] = pid
+        entry = self.by_id.setdefault(pid, PropertyResult(pid, family_of(pid)))  # "not run" until its call
         entry.guarantee, entry.requires = str(info["guarantee"]), list(info["requires"])
         entry.seconds += report.duration
         if "examples" in info:
@@ -502,6 +506,16 @@ class CertCollector:
                 entry.reason = f"{report.when} failed" if report.when != "call" else ""
                 entry.message = str(info.get("message") or report.longreprtext[-4000:])
                 entry.example = str(info.get("example", ""))
+
+    def _unrecorded(self, report: pytest.TestReport) -> None:
+        """A failure of a property that comes without its record is xdist's account of a worker
+        that died running it: the property failed, whatever its setup said."""
+        pid = self.nodes.get(report.nodeid)
+        if pid is None or not report.failed:
+            return
+        entry = self.by_id[pid]
+        entry.outcome, entry.reason = "failed", "the process running it died"
+        entry.message = report.longreprtext[-4000:]
 
     def report(self) -> CertReport:
         from conformance.coverage import coverage

@@ -104,6 +104,19 @@ def test_a_failing_backend_is_not_certified_and_each_failure_is_explained(pytest
     assert "## Failing properties" in markdown and "Minimal example:" in markdown
 
 
+def test_a_property_whose_process_died_is_certified_failed_never_passed(pytester: pytest.Pytester) -> None:
+    """Under xdist a worker that dies mid-property (a native crash, a hang killed from outside)
+    leaves only xdist's own failure report, without the property's record; its setup had passed."""
+    result, report = _run(
+        pytester, "tests.broken.dying_process:SPEC", "-n", "1", "-k", "leading_run and llama3_mha"
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    (row,) = [p for p in report["properties"] if p["outcome"] != "not run"]
+    assert row["property"].endswith("test_batch_exists_counts_the_leading_run_of_present_keys[llama3_mha]")
+    assert row["outcome"] == "failed" and row["reason"] == "the process running it died"
+    assert report["verdict"] == "not certified" and report["failing"] == [row["property"]]
+
+
 @pytest.mark.slow
 def test_a_backend_passing_the_whole_suite_is_certified(pytester: pytest.Pytester) -> None:
     """Every property ran and passed (memory skips what it does not claim: a subset)."""

@@ -650,6 +650,16 @@ SGLANG_MOONCAKE_DEFECTS: dict[str, str] = {
 }
 """SGLang's MooncakeStore on a Mooncake cluster on loopback (finding 21)."""
 
+SGLANG_MOONCAKE_INTERMITTENT: dict[str, str] = {
+    "test_threads_storing_and_loading_disjoint_and_shared_keys_never_tear": (
+        "a put of a key whose first put is still in flight succeeds at once (is_exist said 0, "
+        "put_from returns 0) and a get right after fails (-703) until the first put ends: "
+        "batch_set_v2 reports True for a page that does not yet read back (finding 23; only when "
+        "two writers' puts of one key overlap)"
+    ),
+}
+"""Defects of MooncakeStore that show only when two writers' puts overlap just so: non-strict."""
+
 SGLANG_AIBRIX_DEFECTS: dict[str, str] = {
     "test_generic_get_answers_none_for_missing_keys_and_fills_the_rest": (
         "batch_get asserts that AIBrix fetched every key: with a key missing after a stored one it "

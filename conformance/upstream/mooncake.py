@@ -21,7 +21,8 @@ Decode context parallelism is claimed as SGLang runs it: an MLA host pool widene
 (logical pages of ``page_size * dcp_size`` slots), ``logical_page_size`` to match, and the DCP
 topology in Mooncake's key prefix.
 
-What it fails is recorded in ``SGLANG_MOONCAKE_DEFECTS`` (finding 21 in docs/upstream-findings.md).
+What it fails is recorded in ``SGLANG_MOONCAKE_DEFECTS`` (finding 21 in docs/upstream-findings.md),
+and what it fails only when two writers race in ``SGLANG_MOONCAKE_INTERMITTENT`` (finding 23).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from conformance.interface import HiCacheStorageConfig, PoolHitPolicy, PoolName
 from conformance.services import LOOPBACK
 from conformance.upstream.adapters import VERSION, UpstreamAdapter, to_sglang_config
 from conformance.upstream.host_pools import build_pool
-from conformance.upstream.known_defects import SGLANG_MOONCAKE_DEFECTS
+from conformance.upstream.known_defects import SGLANG_MOONCAKE_DEFECTS, SGLANG_MOONCAKE_INTERMITTENT
 from conformance.upstream.loader import sglang
 from conformance.upstream.mooncake_cluster import (
     CLIENT_SETTINGS,
@@ -92,5 +93,6 @@ SGLANG_MOONCAKE = BackendSpec(
     version=VERSION,
     build_pool=build_pool,
     known_defects=SGLANG_MOONCAKE_DEFECTS,
+    intermittent_defects=SGLANG_MOONCAKE_INTERMITTENT,
     session=mooncake_cluster,
 )

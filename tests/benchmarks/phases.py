@@ -27,7 +27,8 @@ PHASES = ("plan", "log", "stage", "descriptors", "nixl", "checksum", "other")
 
 
 class Meter:
-    """Exclusive time per phase: a step's time less the metered steps it called."""
+    """Exclusive time per phase: a step's time less the metered steps it called. One thread only:
+    the one-page calls it meters start no helper thread (those serve batches of many pages)."""
 
     def __init__(self, clock: Callable[[], int] = time.perf_counter_ns) -> None:
         self.clock = clock

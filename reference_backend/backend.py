@@ -207,9 +207,8 @@ class NixlBackend:
             self.stage(lane, chunk, writing=False)
             return file_rows(chunk, writing=False)
 
-        if self.settings.direct_io:
-            return pipelined(lane, "READ", chunks, rows, self.REMOTE, self.receive)
-        return overlapped(lane, "READ", chunks, rows, self.REMOTE, self.receive, lane.helper())
+        chunked = pipelined if self.settings.direct_io else overlapped
+        return chunked(lane, "READ", chunks, rows, self.REMOTE, self.receive)
 
     def receive(self, item: Item) -> bool:
         """Finish a read page: check the checksum its commit promised, then scatter staged bytes."""

@@ -595,8 +595,7 @@ class SegmentLog:
         if self._looked() is not None:
             yield
             return
-        with self._lock:
-            self.refresh()
+        self.refresh()
         self._look.sizes = {}
         try:
             yield

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -196,12 +196,11 @@ def overlapped(
     rows: Callable[[list[T]], tuple[np.ndarray, np.ndarray]],
     kind: str,
     then: Callable[[T], bool],
-    helper: Executor,
 ) -> dict[int, bool] | None:
     """Move the chunks one after another on this thread and finish each chunk's items with
-    ``then`` on ``helper`` as soon as it has landed, beside the next chunk's move. Every chunk
-    handed to the helper is finished before this returns (so staging is free again). None when
-    any transfer fails."""
+    ``then`` on the lane's helper thread as soon as it has landed, beside the next chunk's move.
+    Every chunk handed to the helper is finished before this returns (so staging is free again).
+    None when any transfer fails."""
     finishing: list[Future[dict[int, bool]]] = []
     whole = True
     try:
@@ -213,7 +212,7 @@ def overlapped(
                 whole = False
             if not whole:
                 break
-            finishing.append(helper.submit(_finish, chunk, then))
+            finishing.append(lane.helper().submit(_finish, chunk, then))
     finally:
         done: dict[int, bool] = {}
         for finished in finishing:

@@ -246,12 +246,13 @@ def markdown(runs: list[dict[str, Any]]) -> str:
         out += [f"- {k.replace('_', ' ')}: {v}" for k, v in method.items()]
         out += ["", "### Batches (95% intervals in brackets)", "", *batch_table(data), ""]
         out += ["### Per-call overhead at one page", "", *overhead_table(data), ""]
-        if phases_table(data):
+        phases = phases_table(data)
+        if phases:
             out += [
                 "### Where ours' time goes at one page (median µs per call, each step exclusive of the"
                 " steps it calls; `tests/benchmarks/phases.py`)",
                 "",
-                *phases_table(data),
+                *phases,
                 "",
             ]
         out += ["### Mixed: backup and prefetch at once (two threads) against one after the other", ""]

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 SUITE_DIR = (Path(__file__).parent / "suite").resolve()
 DEFAULT_PROFILE = "hicache-default"
+QUICK_PROFILE = "hicache-quick"
 
 
 @dataclass
@@ -139,17 +140,20 @@ def _use_profiles(config: pytest.Config) -> None:
     """
     from hypothesis import HealthCheck, Phase, configuration, settings
 
+    from conformance.report import CERTIFYING_EXAMPLES
+
     quiet = [HealthCheck.too_slow, HealthCheck.data_too_large]
     # the explain phase re-runs a failure dozens of times; "thorough" keeps it
     fast = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
-    settings.register_profile(
-        DEFAULT_PROFILE,
-        max_examples=12,
-        deadline=None,
-        phases=fast,
-        suppress_health_check=quiet,
-        database=None,
-    )
+    for name, examples in ((DEFAULT_PROFILE, CERTIFYING_EXAMPLES), (QUICK_PROFILE, 3)):
+        settings.register_profile(
+            name,
+            max_examples=examples,
+            deadline=None,
+            phases=fast,
+            suppress_health_check=quiet,
+            database=None,
+        )
     settings.register_profile(
         "thorough", max_examples=400, deadline=None, suppress_health_check=quiet, database=None
     )
@@ -430,7 +434,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     from hypothesis import settings
 
     current = settings.get_current_profile_name()
-    if current not in (DEFAULT_PROFILE, "thorough"):  # the user's own profile: keep it, less those
+    if current not in (DEFAULT_PROFILE, QUICK_PROFILE, "thorough"):  # the user's own: keep it, less those
         settings.register_profile(f"{current}-certification", database=None, deadline=None)
         settings.load_profile(f"{current}-certification")
 
@@ -461,6 +465,7 @@ class CertCollector:
         self.nodes: dict[str, str] = {}
         """Test node id -> property id, for reports that come without the property's record."""
         self.profile = ""
+        self.max_examples = 0
 
     def pytest_sessionstart(self) -> None:
         from hypothesis import settings
@@ -468,6 +473,7 @@ class CertCollector:
         self.profile = str(
             self.config.getoption("hypothesis_profile", None) or settings.get_current_profile_name()
         )
+        self.max_examples = settings().max_examples
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -533,6 +539,7 @@ class CertCollector:
             rerun=rerun_command(config, self.run.seed),
             date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
             hypothesis_profile=self.profile,
+            max_examples=self.max_examples,
             selection={
                 "args": list(config.invocation_params.args),
                 "keyword": config.getoption("keyword", "") or "",

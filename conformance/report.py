@@ -5,7 +5,9 @@ and the environment, says how the run was made (command line, date, hypothesis p
 selection and the seed every process used), repeats the declared capabilities and the deployment
 space the suite covered, lists every property in a stable order with its outcome, hypothesis's
 example count, its guarantee and, for a failure, the message and the minimal example, and ends in
-a verdict. Only the suite's own properties count, and only a run of all of them can certify.
+a verdict. Only the suite's own properties count, only a run of all of them can certify, and only at
+a profile that draws at least ``CERTIFYING_EXAMPLES`` examples a property: a quicker run is a
+check, not a certificate.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ import conformance
 
 _EXAMPLES = re.compile(r"(\d+) passing(?: examples)?, (\d+) failing")
 SUITE_DIR = Path(conformance.__file__).parent / "suite"
+CERTIFYING_EXAMPLES = 12
+"""The default profile's examples a property: the least depth a certificate vouches for."""
 
 
 def examples_run(statistics: str) -> int:
@@ -65,6 +69,8 @@ class CertReport:
     rerun: str = ""
     date: str = ""
     hypothesis_profile: str = ""
+    max_examples: int = 0
+    """The profile's examples a property (the suite scales some properties from it)."""
     selection: dict[str, Any] = field(default_factory=dict)
     seeds: dict[str, int] = field(default_factory=dict)
     suite_version: str = conformance.__version__
@@ -97,6 +103,12 @@ class CertReport:
             if self.other_tests:
                 why += f"; the run also held {self.other_tests} tests that are not suite properties"
             return {"verdict": "partial run", "why": why, "ran": ran, "not_run": not_run}
+        if self.max_examples < CERTIFYING_EXAMPLES:
+            why = (
+                f"hypothesis profile {self.hypothesis_profile} draws {self.max_examples} examples a "
+                f"property; a certificate needs {CERTIFYING_EXAMPLES}"
+            )
+            return {"verdict": "quick check", "why": why}
         skipped = [p.property for p in rows if p.outcome == "skipped"]
         if skipped:
             passed = [p.property for p in rows if p.outcome == "passed"]
@@ -120,7 +132,8 @@ class CertReport:
             f"- suite: hicache-conformance {self.suite_version} (sources {self.suite_digest})",
             f"- date (UTC): {self.date}",
             f"- command: `{self.command}`",
-            f"- hypothesis profile: {self.hypothesis_profile}; seed {self.seed} in every process "
+            f"- hypothesis profile: {self.hypothesis_profile} ({self.max_examples} examples a property); "
+            + f"seed {self.seed} in every process "
             + f"({', '.join(f'{k}: {v}' for k, v in sorted(self.seeds.items()))})",
             f"- rerun: `{self.rerun}`",
             f"- selection: {json.dumps(self.selection)}",

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conformance.report import CertReport, PropertyResult
+from conformance.report import CERTIFYING_EXAMPLES, CertReport, PropertyResult
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -118,14 +118,18 @@ def test_a_property_whose_process_died_is_certified_failed_never_passed(pytester
 
 
 @pytest.mark.slow
-def test_a_backend_passing_the_whole_suite_is_certified(pytester: pytest.Pytester) -> None:
-    """Every property ran and passed (memory skips what it does not claim: a subset)."""
+def test_a_backend_passing_the_whole_suite_quickly_is_checked_not_certified(
+    pytester: pytest.Pytester,
+) -> None:
+    """Every property ran and passed (memory skips what it does not claim), at a profile too shallow
+    for a certificate."""
     pytester.makeconftest(
         "from hypothesis import settings\nsettings.register_profile('quick', max_examples=2)\n"
     )
     result, report = _run(pytester, "memory", "--hypothesis-seed=7", "--hypothesis-profile=quick")
     assert result.ret == pytest.ExitCode.OK
-    assert report["verdict"] == "certified for a subset"
+    assert report["verdict"] == "quick check", "two examples a property are no certificate"
+    assert report["max_examples"] == 2 and "needs 12" in report["why"]
     assert report["seed"] == 7 and "not_run" not in report
     assert report["hypothesis_profile"] == "quick"
     truncation = [p for p in report["properties"] if "truncated_object" in p["property"]]
@@ -138,20 +142,26 @@ def test_a_backend_passing_the_whole_suite_is_certified(pytester: pytest.Pyteste
     assert report["coverage"]["model geometries"] and report["coverage"]["pool kinds"]
 
 
-def test_the_verdict_certifies_only_a_whole_clean_run() -> None:
-    """The verdict rules on their own: failure, partial run, subset, certified."""
+def test_the_verdict_certifies_only_a_whole_clean_run_at_full_depth() -> None:
+    """The verdict rules on their own: failure, partial run, quick check, subset, certified."""
     suite = ["test_a.py::test_x", "test_a.py::test_y"]
 
-    def report(*outcomes: str, other: int = 0) -> str:
+    def report(*outcomes: str, other: int = 0, examples: int = CERTIFYING_EXAMPLES) -> str:
         rows = [PropertyResult(pid, "a", o) for pid, o in zip(suite, outcomes)]
-        cert = CertReport("b", "1", "m", {}, 1, suite=suite, properties=rows, other_tests=other)
+        cert = CertReport(
+            "b", "1", "m", {}, 1, suite=suite, properties=rows, other_tests=other, max_examples=examples
+        )
         return str(cert.verdict()["verdict"])
 
     assert report("passed", "passed") == "certified"
+    assert report("passed", "passed", examples=400) == "certified"
     assert report("passed", "skipped") == "certified for a subset"
+    assert report("passed", "passed", examples=CERTIFYING_EXAMPLES - 1) == "quick check"
+    assert report("passed", "skipped", examples=3) == "quick check"
     assert report("passed") == "partial run"
     assert report("passed", "passed", other=1) == "partial run"
     assert report("failed") == "not certified"
+    assert report("failed", examples=3) == "not certified"
     assert report("passed", "known defect") == "not certified"
 
 

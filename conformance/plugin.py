@@ -16,6 +16,7 @@ the report prints reproduces the same failures.
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
 import re
 import shlex
@@ -34,8 +35,10 @@ if TYPE_CHECKING:
     from conformance.capabilities import BackendSpec, Capabilities
     from conformance.report import CertReport, PropertyResult
     from conformance.rig import Target
+    from conformance.watchdog import Overrun, Watchdog
 
 SUITE_DIR = (Path(__file__).parent / "suite").resolve()
+COLLECTOR = "hicache-conformance-collector"
 DEFAULT_PROFILE = "hicache-default"
 QUICK_PROFILE = "hicache-quick"
 
@@ -48,6 +51,8 @@ class _Run:
     spec: BackendSpec
     mode: str
     seed: int
+    overruns: Path
+    """Where a process that ends an overrun property leaves its account (one folder per run)."""
     narrowed_to: list[tuple[Path, str]] | None = None
     suite: list[str] = field(default_factory=list)
     selected: list[str] = field(default_factory=list)
@@ -58,6 +63,7 @@ class _Run:
 _run_key = pytest.StashKey[_Run]()
 _examples_key = pytest.StashKey[int]()
 _home_key = pytest.StashKey[str]()
+_watchdog_key: pytest.StashKey[Watchdog] = pytest.StashKey()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -70,6 +76,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--storage-dir", default=None, help="where storage locations are made (default: a temp dir)"
     )
     group.addoption("--cert-report", default=None, help="write report.json and report.md into this folder")
+    group.addoption(
+        "--property-timeout",
+        type=float,
+        default=None,
+        help="seconds a property may run before its process is ended and the property fails "
+        "(default: 150 times the profile's examples a property; 0: no limit)",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -93,7 +106,7 @@ def pytest_configure(config: pytest.Config) -> None:
     mode = config.getoption("backend_mode") or modes[0]
     if mode not in spec.capabilities.io_modes:
         raise pytest.UsageError(f"backend {spec.name!r} declares I/O modes {modes}, not {mode!r}")
-    run = _Run(name, spec, mode, _seed(config))
+    run = _Run(name, spec, mode, _seed(config), _overruns(config))
     run.seeds[_process(config)] = run.seed
     config.stash[_run_key] = run
     config.option.hypothesis_seed = run.seed  # hypothesis's own plugin forces it on every test
@@ -106,7 +119,14 @@ def pytest_configure(config: pytest.Config) -> None:
         _collect_whole_suite(config, run)
     if not _is_worker(config):
         _check_factory(run)
-        config.pluginmanager.register(CertCollector(config, run), "hicache-conformance-collector")
+        config.pluginmanager.register(CertCollector(config, run), COLLECTOR)
+
+
+def _overruns(config: pytest.Config) -> Path:
+    """The run's overrun folder: the controller's, on an xdist worker; else a new one."""
+    if _is_worker(config):
+        return Path(config.workerinput["hicache_overruns"])  # type: ignore[attr-defined]
+    return Path(tempfile.mkdtemp(prefix="hicache-overruns-"))
 
 
 def _process(config: pytest.Config) -> str:
@@ -419,30 +439,67 @@ def _program(config: pytest.Config) -> list[str]:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
-    """xdist controller: hand the run's seed to the worker (workers re-parse the command line)."""
+    """xdist controller: hand the run's seed and overrun folder to the worker (workers re-parse the
+    command line)."""
     run = node.config.stash.get(_run_key, None)
     if run is not None:
         node.workerinput["hicache_seed"] = run.seed
+        node.workerinput["hicache_overruns"] = str(run.overruns)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Certification runs without hypothesis's example database and deadlines: a replayed example, or
     a slow moment, would make a rerun with the same seed differ."""
-    if _run_key not in session.config.stash:
+    run = session.config.stash.get(_run_key, None)
+    if run is None:
         return
     from hypothesis import settings
+
+    from conformance.watchdog import SECONDS_PER_EXAMPLE, Watchdog
 
     current = settings.get_current_profile_name()
     if current not in (DEFAULT_PROFILE, QUICK_PROFILE, "thorough"):  # the user's own: keep it, less those
         settings.register_profile(f"{current}-certification", database=None, deadline=None)
         settings.load_profile(f"{current}-certification")
+    given = session.config.getoption("property_timeout")
+    limit = SECONDS_PER_EXAMPLE * settings().max_examples if given is None else float(given)
+    if limit > 0:
+        session.config.stash[_watchdog_key] = Watchdog(limit, run.overruns)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """Each property runs under the watchdog's time limit (``--property-timeout``)."""
+    watchdog = item.config.stash.get(_watchdog_key, None)
+    pid = suite_id(item)
+    if watchdog is None or pid is None:
+        yield
+        return
+    with watchdog.watch(item.nodeid, pid, functools.partial(_last_words, item.config)):
+        yield
+
+
+def _last_words(config: pytest.Config, overrun: Overrun) -> None:
+    """Before a process ends an overrun property: say so past pytest's capture, and where this process
+    reports (no xdist), write the certificate, with the rest of the run "not run"."""
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if capture is not None:
+        capture.suspend_global_capture(in_=False)
+    sys.stderr.write(f"\nhicache-conformance: {overrun.property}: {overrun.reason}; ending this process\n")
+    collector = config.pluginmanager.get_plugin(COLLECTOR)
+    if collector is not None:
+        collector.overran(overrun)
+        collector.write()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     home = config.stash.get(_home_key, None)
     if home is not None:
         shutil.rmtree(home, ignore_errors=True)
+    run = config.stash.get(_run_key, None)
+    if run is not None and not _is_worker(config):
+        shutil.rmtree(run.overruns, ignore_errors=True)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -515,13 +572,29 @@ class CertCollector:
 
     def _unrecorded(self, report: pytest.TestReport) -> None:
         """A failure of a property that comes without its record is xdist's account of a worker
-        that died running it: the property failed, whatever its setup said."""
+        that died running it: the property failed, whatever its setup said, and where the worker
+        ended an overrun, it says so."""
+        if not report.failed:
+            return
+        watchdog = self.config.stash.get(_watchdog_key, None)
+        overrun = watchdog.overrun(report.nodeid) if watchdog else None
+        if overrun is not None:
+            self.overran(overrun)
+            return
         pid = self.nodes.get(report.nodeid)
-        if pid is None or not report.failed:
+        if pid is None:
             return
         entry = self.by_id[pid]
         entry.outcome, entry.reason = "failed", "the process running it died"
         entry.message = report.longreprtext[-4000:]
+
+    def overran(self, overrun: Overrun) -> None:
+        """A property whose process ended it at its time limit failed, with every thread's stack."""
+        from conformance.report import PropertyResult, family_of
+
+        pid = overrun.property
+        entry = self.by_id.setdefault(pid, PropertyResult(pid, family_of(pid)))
+        entry.outcome, entry.reason, entry.message = "failed", overrun.reason, overrun.stacks[-4000:]
 
     def report(self) -> CertReport:
         from conformance.coverage import coverage
@@ -557,6 +630,9 @@ class CertCollector:
         )
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.write()
+
+    def write(self) -> None:
         folder = self.config.getoption("cert_report")
         if folder:
             self.report().write(Path(folder))

@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 LOOPBACK = "127.0.0.1"
+_RUNNING: set[subprocess.Popen[bytes]] = set()
+"""Every service this process runs now, for ``kill_all``."""
 
 
 def free_port() -> int:
@@ -50,6 +52,7 @@ def running(
     is_ready = ready or (lambda: _listening(port))
     with tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(list(argv), stdout=log, stderr=subprocess.STDOUT)
+        _RUNNING.add(proc)
         try:
             deadline = time.monotonic() + timeout
             while not is_ready():
@@ -71,6 +74,15 @@ def running(
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
+            _RUNNING.discard(proc)
+
+
+def kill_all() -> None:
+    """Kill every service this process runs, by pid: a process about to exit without its cleanup
+    (a property that overran its time limit) leaves no server behind."""
+    for proc in list(_RUNNING):
+        with contextlib.suppress(OSError):
+            proc.kill()
 
 
 @contextlib.contextmanager

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,8 @@ from typing import Any
 import pytest
 
 from conformance.report import CERTIFYING_EXAMPLES, CertReport, PropertyResult
+from conformance.services import LOOPBACK, free_port, kill_all, running
+from conformance.watchdog import EXIT_OVERRUN
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -115,6 +119,69 @@ def test_a_property_whose_process_died_is_certified_failed_never_passed(pytester
     assert row["property"].endswith("test_batch_exists_counts_the_leading_run_of_present_keys[llama3_mha]")
     assert row["outcome"] == "failed" and row["reason"] == "the process running it died"
     assert report["verdict"] == "not certified" and report["failing"] == [row["property"]]
+
+
+HUNG = "test_exists_hit_policies.py::test_batch_exists_counts_the_leading_run_of_present_keys[llama3_mha]"
+HUNG_LATER = (
+    "test_pool_isolation.py::test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share[llama3_mha]"
+)
+HANG = ("--property-timeout=5", "-k")
+ROUND_TRIP_THEN_HANG = "test_dtype and llama3_mha or leading_run and llama3_mha"
+
+
+def _overran(report: dict[str, Any], *hung: str) -> None:
+    rows = [p for p in report["properties"] if p["property"] in hung]
+    assert len(rows) == len(hung)
+    for row in rows:
+        assert row["outcome"] == "failed" and row["reason"] == "it ran past its time limit of 5 s", row
+        assert "hanging_exists.py" in row["message"] and "never.join()" in row["message"], row["message"]
+    assert report["verdict"] == "not certified" and report["failing"] == sorted(hung)
+    round_trips = [
+        p["outcome"]
+        for p in report["properties"]
+        if "test_dtype" in p["property"] and "llama3_mha" in p["property"]
+    ]
+    assert set(round_trips) == {"passed"}, round_trips
+
+
+def test_a_property_that_hangs_fails_at_its_time_limit_and_the_run_goes_on(pytester: pytest.Pytester) -> None:
+    """A hang no signal reaches (a join that never returns, as in Mooncake's client teardown) ends its
+    worker at the limit: the property fails with where it hung, and a fresh worker runs the rest
+    (here a second property that hangs too, and fails on its own account)."""
+    keyword = f"{ROUND_TRIP_THEN_HANG} or test_a_rank_never_sees and llama3_mha"
+    result, report = _run(pytester, "tests.broken.hanging_exists:SPEC", "-n", "1", *HANG, keyword)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    _overran(report, HUNG, HUNG_LATER)
+
+
+def test_without_xdist_a_hang_ends_the_run_with_its_certificate_written(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One process: the property fails at its limit, the certificate is written before the process ends."""
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the broken backends live in this repository's tests/
+    folder = pytester.path / "cert"
+    result = pytester.runpytest_subprocess(
+        "--backend=tests.broken.hanging_exists:SPEC",
+        f"--cert-report={folder}",
+        "-p",
+        "no:cacheprovider",
+        *HANG,
+        ROUND_TRIP_THEN_HANG,
+    )
+    assert result.ret == EXIT_OVERRUN
+    assert f"hicache-conformance: {HUNG}: it ran past its time limit of 5 s" in result.stderr.str()
+    _overran(json.loads((folder / "report.json").read_text()), HUNG)
+
+
+def test_kill_all_stops_the_services_a_process_started(tmp_path: Path) -> None:
+    """A process ending an overrun skips its cleanup: its servers are killed by pid first."""
+    port = free_port()
+    argv = [sys.executable, "-m", "http.server", "--bind", LOOPBACK, "--directory", str(tmp_path), str(port)]
+    with running(argv, port, what="http.server") as pid:
+        kill_all()
+        os.waitpid(pid, 0)
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
 
 
 @pytest.mark.slow

@@ -1,0 +1,21 @@
+"""Defect: ``batch_exists`` never returns, joining a thread that never ends, as Mooncake's client does
+when closed: the property must fail at its time limit, and the run must go on without it."""
+
+from __future__ import annotations
+
+import threading
+
+from conformance.capabilities import BackendSpec
+from conformance.interface import HiCacheStorageExtraInfo
+from conformance.memory_backend import CAPABILITIES, MemoryBackend
+
+
+class HangingExistsBackend(MemoryBackend):
+    def batch_exists(self, keys: list[str], extra_info: HiCacheStorageExtraInfo | None = None) -> int:
+        never = threading.Thread(target=threading.Event().wait, daemon=True)
+        never.start()
+        never.join()
+        return 0
+
+
+SPEC = BackendSpec("broken-hanging-exists", HangingExistsBackend, CAPABILITIES)

@@ -62,6 +62,7 @@ class _Run:
 
 _run_key = pytest.StashKey[_Run]()
 _examples_key = pytest.StashKey[int]()
+_known_defect_key = pytest.StashKey[bool]()
 _home_key = pytest.StashKey[str]()
 _watchdog_key: pytest.StashKey[Watchdog] = pytest.StashKey()
 
@@ -317,6 +318,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if defect:
             reason, strict = defect
             item.add_marker(pytest.mark.xfail(strict=strict, reason=f"known defect: {reason}"))
+            item.stash[_known_defect_key] = True
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -350,10 +352,46 @@ def hicache_target(request: pytest.FixtureRequest) -> Iterator[Target]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
-    """Count the examples of hypothesis runs nested in a plain test (the stateful model)."""
+    """A known defect runs without shrinking; a plain test's nested hypothesis runs (the stateful
+    model) have their examples counted."""
     if _run_key not in item.config.stash or suite_id(item) is None:
         yield
         return
+    with (
+        _unshrunk(item) if item.stash.get(_known_defect_key, False) else contextlib.nullcontext(),
+        _nested_examples_counted(item),
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def _unshrunk(item: pytest.Item) -> Iterator[None]:
+    """Run ``item`` without hypothesis's shrink phase: a known defect only has to fail, and nothing
+    shows its minimal example, yet shrinking it was most of a certification's time on a backend with
+    many (the stateful model replays a failing run hundreds of times)."""
+    from hypothesis import Phase, settings
+
+    def unshrunk(given: settings) -> settings:
+        return settings(given, phases=[p for p in given.phases if p is not Phase.shrink])
+
+    test = getattr(item, "obj", None)
+    bound = getattr(test, "_hypothesis_internal_use_settings", None)  # a @given test's own settings
+    profile = settings.get_current_profile_name()
+    settings.register_profile(f"{profile}-unshrunk", unshrunk(settings()))  # what settings() inherits
+    settings.load_profile(f"{profile}-unshrunk")
+    if bound is not None:
+        test._hypothesis_internal_use_settings = unshrunk(bound)  # type: ignore[union-attr]
+    try:
+        yield
+    finally:
+        if bound is not None:
+            test._hypothesis_internal_use_settings = bound  # type: ignore[union-attr]
+        settings.load_profile(profile)
+
+
+@contextlib.contextmanager
+def _nested_examples_counted(item: pytest.Item) -> Iterator[None]:
+    """Count the examples of hypothesis runs nested in a plain test (the stateful model)."""
     from hypothesis import is_hypothesis_test
     from hypothesis.statistics import collector, describe_statistics
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -72,3 +73,26 @@ def test_an_intermittent_defect_that_did_not_show_leaves_the_run_green(pytester:
     result, _ = _run(pytester, "INTERMITTENT_AND_PASSING")
     result.assert_outcomes(xpassed=1)
     assert result.ret == pytest.ExitCode.OK
+
+
+def test_a_known_defect_runs_without_shrinking_and_the_settings_come_back() -> None:
+    """A known defect only has to fail: its @given settings and the profile that nested runs (the
+    stateful model) inherit both lose the shrink phase for its call, and nothing else changes."""
+    from hypothesis import Phase, given, settings, strategies
+
+    from conformance.plugin import _unshrunk
+
+    @settings(max_examples=5)
+    @given(strategies.integers())
+    def prop(x: int) -> None:
+        pass
+
+    own, profile = prop._hypothesis_internal_use_settings, settings.get_current_profile_name()  # type: ignore[attr-defined]
+    assert Phase.shrink in own.phases and Phase.shrink in settings().phases
+    with _unshrunk(SimpleNamespace(obj=prop)):  # type: ignore[arg-type]
+        inside = prop._hypothesis_internal_use_settings  # type: ignore[attr-defined]
+        assert Phase.shrink not in inside.phases and inside.max_examples == 5
+        assert Phase.shrink not in settings().phases
+        assert settings().max_examples == settings.get_profile(profile).max_examples
+    assert prop._hypothesis_internal_use_settings is own  # type: ignore[attr-defined]
+    assert settings.get_current_profile_name() == profile and Phase.shrink in settings().phases

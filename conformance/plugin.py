@@ -600,6 +600,8 @@ class CertCollector:
             if hasattr(report, "wasxfail"):
                 entry.outcome = "known defect"
                 entry.reason = str(report.wasxfail).removeprefix("known defect: ")
+                if report.passed:  # an intermittent one that held this time: declared, not seen
+                    entry.reason = f"intermittent, not caught this run: {entry.reason}"
             elif report.skipped and isinstance(report.longrepr, tuple):
                 # its first line: a skip inside a hypothesis example carries that example after it
                 entry.reason = str(report.longrepr[2]).removeprefix("Skipped: ").split("\n", 1)[0]

@@ -2,9 +2,10 @@
 
 ``python -m conformance.worker '<json>'`` builds the named backend on a storage folder with one
 geometry's pools and stores deterministic pages, round after round. It prints ``writing N`` just
-before each ``batch_set_v2`` and ``round N`` after it. The parent kills it, limits it, or runs two
-at once, then checks what a fresh instance sees. Payloads are a pure function of (seed, round,
-pool, key), so the parent knows every version a key may legally hold.
+before each ``batch_set_v2`` and ``round N`` after it, with the seconds the round's sets took. The
+parent kills it, limits it, or runs two at once, then checks what a fresh instance sees. Payloads
+are a pure function of (seed, round, pool, key), so the parent knows every version a key may
+legally hold.
 """
 
 from __future__ import annotations
@@ -118,8 +119,10 @@ def main(raw: str) -> int:
                 for page, key in enumerate(keys):
                     rig.put(name, page, payload(rig.pool(name), job.seed, round_, name, key))
             print(json.dumps({"writing": round_}), flush=True)
+            began = time.perf_counter()
             results = store_round(rig, keys, pages)
-            print(json.dumps({"round": round_, "results": results}), flush=True)
+            seconds = time.perf_counter() - began
+            print(json.dumps({"round": round_, "results": results, "seconds": seconds}), flush=True)
     return 0
 
 

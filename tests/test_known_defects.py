@@ -70,9 +70,16 @@ def test_only_keys_that_can_never_apply_are_reported_as_unmatched() -> None:
 
 
 def test_an_intermittent_defect_that_did_not_show_leaves_the_run_green(pytester: pytest.Pytester) -> None:
-    result, _ = _run(pytester, "INTERMITTENT_AND_PASSING")
+    result, report = _run(pytester, "INTERMITTENT_AND_PASSING")
     result.assert_outcomes(xpassed=1)
     assert result.ret == pytest.ExitCode.OK
+    (entry,) = [p for p in report["properties"] if p["outcome"] != "not run"]
+    assert entry["outcome"] == "known defect" and entry["reason"].startswith(
+        "intermittent, not caught this run: "
+    )
+    assert report["verdict"] == "not certified", (
+        "the backend declares the defect: a run that missed it proves nothing"
+    )
 
 
 def test_a_known_defect_runs_without_shrinking_and_the_settings_come_back() -> None:

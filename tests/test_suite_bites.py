@@ -198,12 +198,6 @@ BROKEN = [
     ),
 ]
 
-# Properties that catch their defect only where a SIGKILL lands inside a write, which the
-# scheduler decides: on a loaded machine the kill can land before the first in-place write
-# begins, so their proof gets a few kills, as a user rerunning the certification would.
-KILL_TIMED = {"test_a_writer_killed_mid_batch_leaves_every_key_whole_or_absent"}
-KILL_ATTEMPTS = 3
-
 # Properties checked over a fixed table rather than drawn by hypothesis: no example to shrink.
 DETERMINISTIC = {
     "test_aligned_pools_move_in_place_and_misaligned_pools_are_staged_under_o_direct",
@@ -227,18 +221,15 @@ def test_a_backend_with_one_defect_fails_the_property_that_guards_it(
     pytester: pytest.Pytester, broken: str, family: str, prop: str
 ) -> None:
     """``pytest --backend=<broken>`` exits non-zero and reports the right property."""
-    for _ in range(KILL_ATTEMPTS if prop in KILL_TIMED else 1):
-        result = pytester.runpytest(
-            f"--backend=tests.broken.{broken}:SPEC",
-            "-k",
-            f"{family} and {prop}",
-            "-p",
-            "no:cacheprovider",
-            "--hypothesis-seed=0",
-            "-x",  # one failing parameter set is the proof; shrinking the others only costs time
-        )
-        if result.ret == pytest.ExitCode.TESTS_FAILED:
-            break
+    result = pytester.runpytest(
+        f"--backend=tests.broken.{broken}:SPEC",
+        "-k",
+        f"{family} and {prop}",
+        "-p",
+        "no:cacheprovider",
+        "--hypothesis-seed=0",
+        "-x",  # one failing parameter set is the proof; shrinking the others only costs time
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) >= 1

@@ -487,8 +487,9 @@ def pytest_configure_node(node: Any) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """Certification runs without hypothesis's example database and deadlines: a replayed example, or
-    a slow moment, would make a rerun with the same seed differ."""
+    """Certification runs without hypothesis's example database and deadlines (a replayed example, or
+    a slow moment, would make a rerun with the same seed differ), and under a time limit a property
+    (``--property-timeout``), which the profile's examples scale."""
     run = session.config.stash.get(_run_key, None)
     if run is None:
         return

@@ -94,6 +94,35 @@ def coarse_tick(stamp: int) -> int:
     return now - now % granule
 
 
+CLUSTER_FILE_SYSTEMS = frozenset({"gfs2", "ocfs2"})
+"""Shared-disk cluster file systems: on a block device, yet every node stamps with its own clock."""
+
+
+@functools.cache
+def stamped_by_this_kernel(dev: int) -> bool:
+    """Whether files on ``dev`` take their times from this kernel's coarse clock: a file system on a
+    block device, not a cluster one. Network and FUSE file systems (major 0) stamp with another
+    machine's clock; so does a shared-disk cluster file system, though it sits on a block device."""
+    try:
+        with open("/proc/self/mountinfo") as mounts:
+            return block_local(dev, mounts.read())
+    except OSError:
+        return False
+
+
+def block_local(dev: int, mountinfo: str) -> bool:
+    """``stamped_by_this_kernel`` for ``dev``, given the text of ``/proc/self/mountinfo``; a device no
+    mount names is not trusted."""
+    if os.major(dev) == 0:
+        return False
+    wanted = f"{os.major(dev)}:{os.minor(dev)}"
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if len(fields) > 2 and fields[2] == wanted and "-" in fields:
+            return fields[fields.index("-") + 1] not in CLUSTER_FILE_SYSTEMS
+    return False
+
+
 def commit_size(count: int) -> int:
     """Bytes reserved at an extent's start for the commit block of ``count`` records."""
     return pad(_HEAD.size + _ENTRY.size * count, BLOCK)
@@ -557,10 +586,10 @@ class SegmentLog:
 
         Folder mtimes are coarse, so a listing taken in the same tick as the folder's last change
         may miss a second change that kept its stamp; as git treats racily clean index entries,
-        such a listing is trusted for nothing. It is trusted once a tick has passed: on a local
-        file system (one on a block device, whose stamps come from this kernel's coarse clock)
-        when that clock, at the file system's granularity, had moved past the stamp when we
-        listed; anywhere else (network file systems stamp with the server's clock) a second later.
+        such a listing is trusted for nothing. It is trusted once a tick has passed: where this
+        kernel's coarse clock stamps the folder (``stamped_by_this_kernel``), when that clock, at
+        the file system's granularity, had moved past the stamp when we listed; anywhere else
+        (network and cluster file systems stamp with another machine's clock) a second later.
         """
         try:
             st = os.stat(self.folder)
@@ -568,7 +597,7 @@ class SegmentLog:
             return True
         ino, mtime, listed, ticked = self._listing
         if (st.st_ino, st.st_mtime_ns) == (ino, mtime) and (
-            listed - mtime > 1_000_000_000 or (ticked > mtime and os.major(st.st_dev) != 0)
+            listed - mtime > 1_000_000_000 or (ticked > mtime and stamped_by_this_kernel(st.st_dev))
         ):
             return False
         self._listing = (st.st_ino, st.st_mtime_ns, time.time_ns(), coarse_tick(st.st_mtime_ns))

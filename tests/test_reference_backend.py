@@ -20,6 +20,7 @@ from reference_backend.log import (
     HAS_SUM,
     SUFFIX,
     Entry,
+    block_local,
     coarse_tick,
     commit_size,
     encode_commit,
@@ -285,6 +286,24 @@ def test_the_coarse_tick_is_truncated_as_far_as_a_stamp_may_have_been() -> None:
     assert coarse_tick(1_700_000_000 * second) % second == 0, "whole-second stamps: a whole-second tick"
     assert coarse_tick(1_700_000_000 * second + 120_000_000) % 10_000_000 == 0
     assert abs(coarse_tick(1_700_000_000 * second + 123_456_789) - time.time_ns()) < second
+
+
+MOUNTINFO = """\
+22 1 253:0 / / rw,relatime shared:1 - ext4 /dev/vda rw
+40 22 253:16 / /shared rw,relatime shared:9 - gfs2 /dev/mapper/cluster-lv rw
+41 22 253:32 / /ocfs rw,relatime shared:10 - ocfs2 /dev/sdc rw
+42 22 0:53 / /mnt/nfs rw,relatime shared:11 - nfs4 server:/export rw
+"""
+
+
+def test_only_a_block_device_file_system_that_is_not_a_cluster_one_is_stamped_by_this_kernel() -> None:
+    """GFS2 and OCFS2 sit on block devices, yet each node stamps with its own clock: they get the
+    one-second listing rule, as NFS does; so does a device no mount names."""
+    assert block_local(os.makedev(253, 0), MOUNTINFO)
+    assert not block_local(os.makedev(253, 16), MOUNTINFO)
+    assert not block_local(os.makedev(253, 32), MOUNTINFO)
+    assert not block_local(os.makedev(0, 53), MOUNTINFO)
+    assert not block_local(os.makedev(8, 1), MOUNTINFO)
 
 
 def test_a_writer_starts_a_new_segment_at_the_configured_size(tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ import threading
 import time
 import uuid
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -617,19 +617,10 @@ class SegmentLog:
             if segment is not writer:
                 self._scan(segment, self._alive(segment))
 
-    @contextlib.contextmanager
-    def one_look(self) -> Iterator[None]:
+    def one_look(self) -> _Look:
         """Within the block, this thread looks at the disk once: every pool of one call sees the
         others' commits as they stood when it began, and the call pays one look, not one per pool."""
-        if self._looked() is not None:
-            yield
-            return
-        self.refresh()
-        self._look.sizes = {}
-        try:
-            yield
-        finally:
-            self._look.sizes = None
+        return _Look(self)
 
     def _looked(self) -> dict[Segment, int] | None:
         """Segment sizes seen in this thread's current look; None outside one."""
@@ -641,7 +632,12 @@ class SegmentLog:
         with self._lock:
             if self._looked() is None:
                 self.refresh()
-            return [self._unless_evicted(d, self._index.get(d)) for d in digests]
+            return self._newest(digests)
+
+    def _newest(self, digests: Sequence[bytes]) -> list[Location | None]:
+        """Each digest's newest location in the index, unless evicted since (the caller looked)."""
+        index = self._index
+        return [self._unless_evicted(d, index.get(d)) for d in digests]
 
     def _unless_evicted(self, digest: bytes, loc: Location | None) -> Location | None:
         if loc is None or self._dead.get(digest[:8], -1) < loc.seq:
@@ -651,9 +647,11 @@ class SegmentLog:
     def locate(self, digests: Sequence[bytes]) -> list[Location | None]:
         """Like ``known``, but only where the record's whole extent is still on disk."""
         with self._lock:
-            found = self.known(digests)
-            looked = self._looked()
-            sizes: dict[Segment, int] = looked if looked is not None else {}
+            sizes = self._looked()
+            if sizes is None:
+                self.refresh()
+                sizes = {}
+            found = self._newest(digests)
             for loc in found:
                 if loc is not None and loc.segment not in sizes:
                     sizes[loc.segment] = self._alive(loc.segment)
@@ -852,3 +850,23 @@ class SegmentLog:
             self._live.clear()
             self._commit_buf.close()
             self._scan_buf.close()
+
+
+class _Look:
+    """``SegmentLog.one_look``'s block: the outermost one on a thread refreshes and opens the look,
+    inner ones (a call made of calls) join it. A class, not a generator: it runs on every call."""
+
+    __slots__ = ("log", "outer")
+
+    def __init__(self, log: SegmentLog) -> None:
+        self.log, self.outer = log, False
+
+    def __enter__(self) -> None:
+        if self.log._looked() is None:
+            self.log.refresh()
+            self.log._look.sizes = {}
+            self.outer = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.outer:
+            self.log._look.sizes = None

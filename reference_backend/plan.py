@@ -139,8 +139,9 @@ class BatchPlanner:
         keys = list(keys)
         if pool is None or self.closed:
             return [False for _ in keys]
+        scope = self.scopes[name]
         named = [isinstance(k, str) for k in keys]
-        found = iter(stored(pool, [self.digest(name, k) for k, ok in zip(keys, named) if ok]))
+        found = iter(stored(pool, [entry_digest(scope, name, k) for k, ok in zip(keys, named) if ok]))
         return [ok and next(found) for ok in named]
 
     def close(self) -> None:

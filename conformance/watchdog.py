@@ -1,7 +1,8 @@
 """A time limit for each property: a backend that hangs fails that property, not the whole run.
 
-A backend can hang where no Python signal reaches it, in native code: Mooncake's client, closed,
-joins a thread that never ends. Only the process's end ends such a hang. So when a property
+A backend can hang where no Python signal reaches it, in native code: a destructor joining a
+thread that never ends (Mooncake's client, closed, joins one for a minute at a time). Only the
+process's end ends such a hang. So when a property
 overruns its limit, its process writes down which property it was and where every thread stood,
 kills the services it started, and exits. Under xdist the controller reads that account when the
 worker goes down, and a fresh worker runs the rest; without xdist the certificate is written first,

@@ -145,7 +145,7 @@ def _overran(report: dict[str, Any], *hung: str) -> None:
 
 
 def test_a_property_that_hangs_fails_at_its_time_limit_and_the_run_goes_on(pytester: pytest.Pytester) -> None:
-    """A hang no signal reaches (a join that never returns, as in Mooncake's client teardown) ends its
+    """A hang no signal reaches (a join that never returns, as a native destructor's can) ends its
     worker at the limit: the property fails with where it hung, and a fresh worker runs the rest
     (here a second property that hangs too, and fails on its own account)."""
     keyword = f"{ROUND_TRIP_THEN_HANG} or test_a_rank_never_sees and llama3_mha"

@@ -1,5 +1,5 @@
-"""Defect: ``batch_exists`` never returns, joining a thread that never ends, as Mooncake's client does
-when closed: the property must fail at its time limit, and the run must go on without it."""
+"""Defect: ``batch_exists`` never returns, joining a thread that never ends, in a call no signal
+interrupts: the property must fail at its time limit, and the run must go on without it."""
 
 from __future__ import annotations
 

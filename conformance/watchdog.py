@@ -2,11 +2,11 @@
 
 A backend can hang where no Python signal reaches it, in native code: a destructor joining a
 thread that never ends (Mooncake's client, closed, joins one for a minute at a time). Only the
-process's end ends such a hang. So when a property
-overruns its limit, its process writes down which property it was and where every thread stood,
-kills the services it started, and exits. Under xdist the controller reads that account when the
-worker goes down, and a fresh worker runs the rest; without xdist the certificate is written first,
-with the rest "not run". Either way the property is *failed*, never passed or unaccounted for.
+process's end ends such a hang. So when a property overruns its limit, its process writes down
+which property it was and where every thread stood, kills the services it started, and exits.
+Under xdist the controller reads that account when the worker goes down, and a fresh worker runs
+the rest; without xdist the certificate is written first, with the rest "not run". Either way the
+property is *failed*, never passed or unaccounted for.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from conformance.services import kill_all
 
 SECONDS_PER_EXAMPLE = 150.0
 """The default limit is this times the profile's examples a property: the slowest property seen
@@ -59,8 +61,6 @@ class Watchdog:
                 overrun = Overrun(pid, f"it ran past its time limit of {self.limit:g} s", _stacks(runner))
                 self._record(nodeid).write_text(json.dumps(asdict(overrun)))
                 last_words(overrun)
-                from conformance.services import kill_all
-
                 kill_all()
                 os._exit(EXIT_OVERRUN)
 

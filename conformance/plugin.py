@@ -643,6 +643,7 @@ class CertCollector:
 
         spec, caps = self.run.spec, self.run.spec.capabilities
         config = self.config
+        watchdog = config.stash.get(_watchdog_key, None)
         return CertReport(
             spec.name,
             spec.version,
@@ -654,6 +655,7 @@ class CertCollector:
             date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
             hypothesis_profile=self.profile,
             max_examples=self.max_examples,
+            property_timeout=watchdog.limit if watchdog else 0.0,
             selection={
                 "args": list(config.invocation_params.args),
                 "keyword": config.getoption("keyword", "") or "",

@@ -71,6 +71,8 @@ class CertReport:
     hypothesis_profile: str = ""
     max_examples: int = 0
     """The profile's examples a property (the suite scales some properties from it)."""
+    property_timeout: float = 0.0
+    """Seconds a property could run before its process was ended (0: no limit)."""
     selection: dict[str, Any] = field(default_factory=dict)
     seeds: dict[str, int] = field(default_factory=dict)
     suite_version: str = conformance.__version__
@@ -135,6 +137,7 @@ class CertReport:
             f"- hypothesis profile: {self.hypothesis_profile} ({self.max_examples} examples a property); "
             + f"seed {self.seed} in every process "
             + f"({', '.join(f'{k}: {v}' for k, v in sorted(self.seeds.items()))})",
+            f"- time limit a property: {f'{self.property_timeout:g} s' if self.property_timeout else 'none'}",
             f"- rerun: `{self.rerun}`",
             f"- selection: {json.dumps(self.selection)}",
             *(f"- {k}: {v}" for k, v in self.environment.items()),

@@ -52,6 +52,7 @@ def test_a_keyword_selection_is_a_partial_run_that_lists_what_did_not_run(pytest
     assert isinstance(report["seed"], int) and report["seeds"] == {"main": report["seed"]}
     assert report["date"].endswith("UTC") and f"-k '{keyword}'" in report["command"]
     assert report["hypothesis_profile"] == "hicache-default"
+    assert report["max_examples"] == 12 and report["property_timeout"] == 150 * 12  # the default limit
     assert f"--hypothesis-seed={report['seed']}" in report["rerun"]
     assert [p["property"] for p in report["properties"]] == sorted(
         p["property"] for p in report["properties"]

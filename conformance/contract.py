@@ -30,14 +30,32 @@ def _string_args(call: ast.Call) -> list[str]:
     return [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
 
 
+def _reached(node: ast.FunctionDef, helpers: dict[str, ast.FunctionDef]) -> list[ast.AST]:
+    """Every node of ``node`` and of the module's helper functions it calls, at any depth: a
+    property's claims are those of the code it runs, wherever its body was factored out to."""
+    seen, todo, nodes = {node.name}, [node], []
+    while todo:
+        for inner in ast.walk(todo.pop()):
+            nodes.append(inner)
+            if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name):
+                helper = helpers.get(inner.func.id)
+                if helper is not None and helper.name not in seen:
+                    seen.add(helper.name)
+                    todo.append(helper)
+    return nodes
+
+
 def claims_by_property() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     """``(needs, reads)``: claim -> properties that need it, and that adapt to it."""
     needs: dict[str, set[str]] = defaultdict(set)
     reads: dict[str, set[str]] = defaultdict(set)
     for path in sorted(SUITE_DIR.glob("test_*.py")):
         family = path.stem.removeprefix("test_")
-        for node in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(node, ast.FunctionDef) or not node.name.startswith("test_"):
+        module = ast.parse(path.read_text())
+        functions = [n for n in module.body if isinstance(n, ast.FunctionDef)]
+        helpers = {f.name: f for f in functions if not f.name.startswith("test_")}
+        for node in functions:
+            if not node.name.startswith("test_"):
                 continue
             name = f"{family}::{node.name}"
             for deco in node.decorator_list:
@@ -46,7 +64,7 @@ def claims_by_property() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
                         needs[claim].add(name)
                     if any(k.arg == "layout" for k in deco.keywords):
                         needs["layouts"].add(name)
-            for inner in ast.walk(node):
+            for inner in _reached(node, helpers):
                 if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute):
                     if inner.func.attr == "require":
                         for claim in _string_args(inner)[:1]:

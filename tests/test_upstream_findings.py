@@ -47,7 +47,15 @@ def _isolated(argv: list[str]) -> list[str]:
     return [unshare, "-n", "sh", "-c", 'ip link set lo up && exec "$0" "$@"', *argv]
 
 
-@pytest.mark.parametrize(("title", "code"), SNIPPETS, ids=[t.split(" (")[0] for t, _ in SNIPPETS])
+SLOW = "# slow: "
+"""A snippet that opens with this comment (and why) runs with the slow proofs (``-m slow``)."""
+
+
+@pytest.mark.parametrize(
+    ("title", "code"),
+    [pytest.param(t, c, marks=[pytest.mark.slow] if c.startswith(SLOW) else []) for t, c in SNIPPETS],
+    ids=[t.split(" (")[0] for t, _ in SNIPPETS],
+)
 def test_the_reproduction_still_shows_the_defect(title: str, code: str, tmp_path: Path) -> None:
     try:
         sglang()

@@ -22,6 +22,8 @@ CONTROLLER_CHUNK = 128
 """The KV batch size of SGLang's controller; side-pool batches are not cut to it."""
 FEW = settings(max_examples=max(2, settings().max_examples // 4))
 """Each example moves hundreds of pages: a few are enough, the explicit 129 among them."""
+LONG_CONTEXT_PAGES = 512
+"""A 32K-token context at SGLang's usual 64-token pages: the span a long prompt hands each side pool."""
 STORE_CHUNK = 64
 """The exists property stores in small batches, so that it tests exists alone."""
 
@@ -34,7 +36,23 @@ def test_side_pool_batches_over_128_pages_round_trip_in_one_v2_call(
     hicache_target: Target, geometry: ModelGeometry, pages: int, seed: int
 ) -> None:
     """One batch_set_v2 and one batch_get_v2 over every side pool move more than 128 pages each, exactly."""
-    target = hicache_target
+    round_trip_in_one_v2_call(hicache_target, geometry, pages, seed)
+
+
+@pytest.mark.parametrize("geometry", HYBRID, ids=ids(HYBRID))
+def test_a_long_contexts_side_pool_span_round_trips_in_one_v2_call(
+    hicache_target: Target, geometry: ModelGeometry
+) -> None:
+    """A 32K-token context's whole side-pool span, one v2 call each way, moves every page exactly.
+
+    One fixed size, so no hypothesis: a backend that fails it may take a minute a call (Mooncake
+    does), and hypothesis would replay the failing call to report it."""
+    round_trip_in_one_v2_call(hicache_target, geometry, LONG_CONTEXT_PAGES, seed=0)
+
+
+def round_trip_in_one_v2_call(target: Target, geometry: ModelGeometry, pages: int, seed: int) -> None:
+    """Store ``pages`` pages of every side pool in one batch_set_v2, zero the host, and load them back
+    in one batch_get_v2: every flag True and every byte as written."""
     specs = target.require_side_pools(geometry)
     names = [s.name for s in specs] + ([PoolName.KV] if target.caps.kv_through_v2 else [])
     keys = [f"big-{i}" for i in range(pages)]

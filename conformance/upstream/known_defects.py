@@ -167,7 +167,11 @@ POLICY_AS_ZERO = (
 TRAFFIC_DIRECT_FALLOUT = [
     # the 704-B and 4096+512-B side pages fail to write under O_DIRECT (see ODIRECT_ODD_PAGES)
     *(
-        f"test_side_pool_batches_over_128_pages_round_trip_in_one_v2_call[{g}]"
+        f"{t}[{g}]"
+        for t in (
+            "test_side_pool_batches_over_128_pages_round_trip_in_one_v2_call",
+            "test_a_long_contexts_side_pool_span_round_trips_in_one_v2_call",
+        )
         for g in (
             "deepseek_v32_dsa",
             "deepseek_v4",
@@ -188,6 +192,7 @@ TRAFFIC_DIRECT_FALLOUT = [
 SGLANG_NIXL_DEFECTS: dict[str, str] = {
     "test_clear_in_one_deployment_never_removes_another_deployments_entries[*]": CLEAR_WIPES_THE_FOLDER,
     "test_side_pool_batches_over_128_pages_round_trip_in_one_v2_call[adversarial]": BOUNCE_BUFFERS,
+    "test_a_long_contexts_side_pool_span_round_trips_in_one_v2_call[adversarial]": BOUNCE_BUFFERS,
     "test_exists_over_spans_of_hundreds_of_pages_matches_the_oracle[lfm2_conv]": COMPONENTS_MISCOUNTED,
     "test_every_spelling_of_an_io_mode_behaves_exactly_as_that_mode": TRUTHY_STRINGS,
     "test_a_config_the_backend_cannot_honour_is_refused_at_construction": TRUTHY_STRINGS,
@@ -439,6 +444,7 @@ SGLANG_HF3FS_DEFECTS: dict[str, str] = {
             "test_get_never_touches_host_memory_outside_its_target_slots[mimo_v2_swa_mtp]",
             "test_overwriting_one_pool_never_changes_another_pool[mimo_v2_swa_mtp]",
             "test_side_pool_batches_over_128_pages_round_trip_in_one_v2_call[mimo_v2_swa_mtp]",
+            "test_a_long_contexts_side_pool_span_round_trips_in_one_v2_call[mimo_v2_swa_mtp]",
             "test_side_pool_pages_round_trip_byte_for_byte_through_v2[mimo_v2_swa_mtp]",
         ],
         HF3FS_SIDE_POOLS_SIZED_BY_K,
@@ -460,6 +466,7 @@ SGLANG_HF3FS_DEFECTS: dict[str, str] = {
             "test_kv_pages_round_trip_byte_for_byte_through_v1[deepseek_v4]",
             "test_overwriting_one_pool_never_changes_another_pool[deepseek_v4]",
             "test_side_pool_batches_over_128_pages_round_trip_in_one_v2_call[deepseek_v4]",
+            "test_a_long_contexts_side_pool_span_round_trips_in_one_v2_call[deepseek_v4]",
             "test_side_pool_pages_round_trip_byte_for_byte_through_v2[deepseek_v4]",
         ],
         HF3FS_ANCHOR_WITHOUT_BYTES,
@@ -598,6 +605,12 @@ MOONCAKE_ANCHOR = (
     "return True for any key, never stored or another shard's, batch_exists looks for a '_k' object "
     "that is never written (0), and batch_exists_v2 counts every queried key as a KV hit"
 )
+MOONCAKE_QUEUE = (
+    "one batch_set_v2 puts a side pool's whole span in one batch_put_from, an object a page part; "
+    "past the TCP transport's per-peer queue (1,024 transfers queued, 1,024 more waiting) a transfer "
+    "is rejected at once, and the batch waits out its fixed 60-second timeout and fails (-800) far "
+    "more objects than were rejected: most of the span answers False, a minute later (finding 24)"
+)
 SGLANG_MOONCAKE_DEFECTS: dict[str, str] = {
     "test_indices_outside_the_pool_are_refused[*]": MOONCAKE_UNCHECKED,
     "test_indices_off_a_page_boundary_are_refused": MOONCAKE_UNCHECKED,
@@ -647,8 +660,11 @@ SGLANG_MOONCAKE_DEFECTS: dict[str, str] = {
         ],
         MOONCAKE_ANCHOR,
     ),
+    # 512 pages: DeepSeek-V4 is 4,096 objects (8 parts a page), MiMo-V2 3,072 (K and V of 3 pools)
+    "test_a_long_contexts_side_pool_span_round_trips_in_one_v2_call[deepseek_v4]": MOONCAKE_QUEUE,
+    "test_a_long_contexts_side_pool_span_round_trips_in_one_v2_call[mimo_v2_swa_mtp]": MOONCAKE_QUEUE,
 }
-"""SGLang's MooncakeStore on a Mooncake cluster on loopback (finding 21)."""
+"""SGLang's MooncakeStore on a Mooncake cluster on loopback (findings 21 and 24)."""
 
 SGLANG_MOONCAKE_INTERMITTENT: dict[str, str] = {
     "test_threads_storing_and_loading_disjoint_and_shared_keys_never_tear": (
@@ -657,8 +673,14 @@ SGLANG_MOONCAKE_INTERMITTENT: dict[str, str] = {
         "batch_set_v2 reports True for a page that does not yet read back (finding 23; only when "
         "two writers' puts of one key overlap)"
     ),
+    # up to 300 pages of DeepSeek-V4 is up to 2,400 objects: over 2,048 only the drain's speed decides
+    "test_side_pool_batches_over_128_pages_round_trip_in_one_v2_call[deepseek_v4]": (
+        f"{MOONCAKE_QUEUE}; up to 300 pages of DeepSeek-V4 straddle that queue, so whether the batch "
+        "fits depends on how fast the holder drains it (2 runs in 8, each on a loaded machine)"
+    ),
 }
-"""Defects of MooncakeStore that show only when two writers' puts overlap just so: non-strict."""
+"""Defects of MooncakeStore that show only when timing goes just so (two writers' puts overlap, a
+queue drains slowly): non-strict."""
 
 SGLANG_AIBRIX_DEFECTS: dict[str, str] = {
     "test_generic_get_answers_none_for_missing_keys_and_fills_the_rest": (

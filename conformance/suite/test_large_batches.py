@@ -2,7 +2,8 @@
 
 The hybrid cache controller (SGLang 0.5.23) chunks KV into 128-page batches, but hands each side
 pool's whole span to ``batch_set_v2``/``batch_get_v2`` at once and asks ``batch_exists_v2`` about
-the whole span. A backend whose buffers hold 128 pages must still move and count all of them.
+the whole span. A backend whose buffers hold 128 pages must still move and count all of them, and
+one whose transport queues a few thousand objects must still keep a long context's span.
 """
 
 from __future__ import annotations

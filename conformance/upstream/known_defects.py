@@ -676,7 +676,7 @@ SGLANG_MOONCAKE_INTERMITTENT: dict[str, str] = {
     # up to 300 pages of DeepSeek-V4 is up to 2,400 objects: over 2,048 only the drain's speed decides
     "test_side_pool_batches_over_128_pages_round_trip_in_one_v2_call[deepseek_v4]": (
         f"{MOONCAKE_QUEUE}; up to 300 pages of DeepSeek-V4 straddle that queue, so whether the batch "
-        "fits depends on how fast the holder drains it (2 runs in 8, each on a loaded machine)"
+        "fits depends on how fast the holder drains it (it failed in 3 runs of 9)"
     ),
 }
 """Defects of MooncakeStore that show only when timing goes just so (two writers' puts overlap, a

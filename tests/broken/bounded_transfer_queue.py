@@ -7,8 +7,6 @@ hands over in one call, is never kept.
 
 from __future__ import annotations
 
-from typing import Any
-
 from conformance.capabilities import BackendSpec
 from conformance.interface import HiCacheStorageExtraInfo, PoolTransfer
 from conformance.memory_backend import CAPABILITIES, MemoryBackend
@@ -17,23 +15,21 @@ QUEUE = 2048
 
 
 class BoundedTransferQueueBackend(MemoryBackend):
-    _room = QUEUE
-
     def batch_set_v2(
         self, transfers: list[PoolTransfer], extra_info: HiCacheStorageExtraInfo | None = None
     ) -> dict[str, list[bool]]:
-        self._room = QUEUE
-        return super().batch_set_v2(transfers, extra_info)
-
-    def _set(self, pool_name: str, keys: Any, host_indices: Any) -> list[bool]:
-        count = len(keys) if isinstance(keys, list) else 0
-        queued = min(self._room, count)
-        self._room -= queued
-        if queued == count:
-            return super()._set(pool_name, keys, host_indices)
-        page = len(host_indices) // count
-        done = super()._set(pool_name, keys[:queued], host_indices[: queued * page]) if queued else []
-        return done + [False] * (count - queued)
+        room, done = QUEUE, {}
+        for t in transfers:
+            keys = t.keys or []
+            queued = min(room, len(keys))
+            room -= queued
+            if queued == len(keys) or t.host_indices is None:  # all fits, or malformed: as the model
+                done[str(t.name)] = self._set(str(t.name), t.keys, t.host_indices)
+                continue
+            page = len(t.host_indices) // len(keys)
+            stored = self._set(str(t.name), keys[:queued], t.host_indices[: queued * page]) if queued else []
+            done[str(t.name)] = stored + [False] * (len(keys) - queued)
+        return done
 
 
 SPEC = BackendSpec("broken-bounded-transfer-queue", BoundedTransferQueueBackend, CAPABILITIES)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from typing import Any
 
 import pytest
@@ -52,6 +53,24 @@ def test_rounds_rotate_so_each_contender_takes_each_place() -> None:
     times = rounds(contenders, 3)
     assert order == ["a", "b", "c", "b", "c", "a", "c", "a", "b"]
     assert {k: len(v) for k, v in times.items()} == {"a": 3, "b": 3, "c": 3}
+
+
+def test_a_round_of_several_operations_reports_time_per_operation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One-page rounds time a burst of calls; the figure must be per operation, or ours and the
+    limit would compare bursts of different lengths."""
+    clock = [0.0]
+    monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
+    ticking = Timed("burst", lambda: clock.__setitem__(0, clock[0] + 1.0), calls=4)
+    assert rounds([ticking], 2) == {"burst": [0.25, 0.25]}
+
+
+@pytest.mark.parametrize(("op", "calls"), [("get-cold", 2), ("get-warm", 0)])
+def test_a_round_refuses_a_burst_it_cannot_time(op: str, calls: int) -> None:
+    """A second cold read in a round would be warm, and a round with no operation has no time."""
+    from tests.benchmarks.ops import _check_calls
+
+    with pytest.raises(ValueError):
+        _check_calls(op, calls)
 
 
 def _run(ratio_ours: float) -> dict[str, Any]:

@@ -279,10 +279,10 @@ class Limit:
         """What NIXL answers about one file: the least a lookup on it can cost."""
         return self.agent.query_memory([(0, 0, 0, self.path)], "POSIX", "FILE")[0] is not None
 
-    def fresh(self, nbytes: int) -> None:
-        """Give the file ``nbytes`` of unallocated space at offset 0, outside any timing."""
-        os.ftruncate(self.fd, 0)
-        os.ftruncate(self.fd, nbytes)
+    def grow(self, nbytes: int) -> None:
+        """Make the file at least ``nbytes`` long, outside any timing: what is added is a hole."""
+        if os.fstat(self.fd).st_size < nbytes:
+            os.ftruncate(self.fd, nbytes)
 
     def close(self) -> None:
         for reg in self.regs:

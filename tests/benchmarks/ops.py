@@ -5,6 +5,11 @@ dropped (untimed), so no contender inherits another's dirty pages; the timed par
 plus the writeback of every page the call dirtied (``paired.write_back``), so each round pays its
 own writeback. Cold reads drop the contender's files from the page cache first (untimed); under
 O_DIRECT there is no page cache and a read is measured once, as ``get``.
+
+A round may time several operations back to back (``calls``), each on its own fresh pages where
+it writes, and report the time per operation: one call of a hundred microseconds, timed right
+after another contender's, mostly measures the caches that contender evicted. A cold read is cold
+once, so it is always one operation.
 """
 
 from __future__ import annotations
@@ -51,12 +56,16 @@ class StoreOp:
     op: str
     batch: int
     durable: bool = True
+    calls: int = 1
     name: str = ""
     transfers: list[PoolTransfer] = field(default_factory=list)
+    fresh: list[list[PoolTransfer]] = field(default_factory=list)
+    """A set-fresh round's batches, one per operation."""
     query: ExistsQuery = field(default_factory=lambda: ([], []))
     since: int = 0
 
     def __post_init__(self) -> None:
+        _check_calls(self.op, self.calls)
         self.name = self.store.name
         if self.op != "set-fresh":
             self.transfers = self.rig.transfers("stored", self.batch)
@@ -66,7 +75,7 @@ class StoreOp:
 
     def prepare(self, round_no: int) -> None:
         if self.op == "set-fresh":
-            self.transfers = self.rig.transfers(f"fresh-{round_no}", self.batch)
+            self.fresh = [self.rig.transfers(f"fresh-{round_no}-{c}", self.batch) for c in range(self.calls)]
             drop_cache(files_under(self.rig.root))
             self.since = time.time_ns() - TICK_NS
         elif self.op == "get-cold":
@@ -74,11 +83,14 @@ class StoreOp:
 
     def call(self) -> None:
         if self.op == "set-fresh":
-            _check(self.store.set(self.transfers), self.name, "a fresh batch")
+            for batch in self.fresh:
+                _check(self.store.set(batch), self.name, "a fresh batch")
         elif self.op == "exists":
-            _check(self.store.exists(self.query), self.name, "exists")
+            for _ in range(self.calls):
+                _check(self.store.exists(self.query), self.name, "exists")
         else:
-            _check(self.store.get(self.transfers), self.name, "a read")
+            for _ in range(self.calls):
+                _check(self.store.get(self.transfers), self.name, "a read")
 
     def written(self) -> list[str]:
         if self.op != "set-fresh" or not self.durable:
@@ -88,38 +100,57 @@ class StoreOp:
 
 @dataclass
 class LimitOp:
-    """The same operation as one raw NIXL transfer (an ``exists`` as one NIXL file query)."""
+    """The same operation as one raw NIXL transfer (an ``exists`` as one NIXL file query). Every
+    fresh write goes to space of the file never written before, as ours' appends do: space freed
+    by a truncate waits for the journal before ext4 hands it out again."""
 
     limit: Limit
     rig: Rig
     op: str
     batch: int
     durable: bool = True
+    calls: int = 1
     name: str = "limit"
 
     def __post_init__(self) -> None:
-        self.plan = self.limit.plan(self.rig.transfers("limit", self.batch))
-        self.limit.fresh(self.plan.extent)
+        _check_calls(self.op, self.calls)
+        self.transfers = self.rig.transfers("limit", self.batch)
+        self.plans = [self.limit.plan(self.transfers)]
+        self.extent = self.plans[0].extent
+        self.limit.grow(self.extent)
         if self.op != "set-fresh":
-            _check(self.limit.move("WRITE", self.plan), self.name, "the setup write")
+            _check(self.limit.move("WRITE", self.plans[0]), self.name, "the setup write")
 
     def prepare(self, round_no: int) -> None:
         if self.op == "set-fresh":
+            first = (round_no * self.calls + 1) * self.extent
+            self.plans = [self.limit.plan(self.transfers, first + c * self.extent) for c in range(self.calls)]
+            self.limit.grow(first + self.calls * self.extent)
             drop_cache(files_under(self.rig.root))
-            self.limit.fresh(self.plan.extent)
         elif self.op == "get-cold":
             drop_cache([self.limit.path])
 
     def call(self) -> None:
         if self.op == "exists":
-            _check(self.limit.exists(), self.name, "exists")
+            for _ in range(self.calls):
+                _check(self.limit.exists(), self.name, "exists")
+        elif self.op == "set-fresh":
+            for plan in self.plans:
+                _check(self.limit.move("WRITE", plan), self.name, self.op)
         else:
-            _check(
-                self.limit.move("WRITE" if self.op == "set-fresh" else "READ", self.plan), self.name, self.op
-            )
+            for _ in range(self.calls):
+                _check(self.limit.move("READ", self.plans[0]), self.name, self.op)
 
     def written(self) -> list[str]:
         return [self.limit.path] if self.op == "set-fresh" and self.durable else []
+
+
+def _check_calls(op: str, calls: int) -> None:
+    """A round makes at least one operation, and a cold read only one: the first warms the cache."""
+    if calls < 1:
+        raise ValueError(f"a round makes at least one operation, not {calls}")
+    if op == "get-cold" and calls != 1:
+        raise ValueError(f"a cold read is cold once: get-cold cannot be {calls} operations a round")
 
 
 def mixed(store: Store, rig: Rig, batch: int) -> list[Timed]:

@@ -22,22 +22,25 @@ class Contender(Protocol):
     """One implementation of one operation, as the round loop drives it."""
 
     name: str
+    calls: int
+    """Operations ``call`` makes back to back; its time is reported per operation."""
 
     def prepare(self, round_no: int) -> None:
         """Untimed: what the round needs before the call (fresh keys, a dropped page cache)."""
 
     def call(self) -> None:
-        """Timed: the operation itself. Raises when the operation reports failure."""
+        """Timed: the operation, ``calls`` times. Raises when an operation reports failure."""
 
     def written(self) -> list[str]:
         """Untimed: the files ``call`` wrote, whose dirty pages the round then writes back, timed."""
 
 
 def rounds(contenders: Sequence[Contender], count: int) -> dict[str, list[float]]:
-    """Seconds per round for each contender; round ``r`` starts at contender ``r mod n``.
+    """Seconds per operation for each contender, one figure a round; round ``r`` starts at
+    contender ``r mod n``.
 
-    A contender's time is its call plus the writeback of every file it wrote (``write_back``);
-    listing those files is not timed.
+    A contender's time is its call plus the writeback of every file it wrote (``write_back``),
+    over the operations the call made; listing those files is not timed.
     """
     times: dict[str, list[float]] = {c.name: [] for c in contenders}
     n = len(contenders)
@@ -51,7 +54,7 @@ def rounds(contenders: Sequence[Contender], count: int) -> dict[str, list[float]
             paths = contender.written()
             start = time.perf_counter()
             write_back(paths)
-            times[contender.name].append(called + time.perf_counter() - start)
+            times[contender.name].append((called + time.perf_counter() - start) / contender.calls)
     return times
 
 
@@ -131,6 +134,7 @@ class Timed:
     name: str
     run: Callable[[], None]
     before: Callable[[int], None] = lambda r: None
+    calls: int = 1
 
     def prepare(self, round_no: int) -> None:
         self.before(round_no)

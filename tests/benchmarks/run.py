@@ -42,6 +42,8 @@ class Plan:
     modes: tuple[tuple[str, str], ...]
     batches: dict[str, tuple[int, ...]]
     rounds_one_page: int
+    one_page_calls: int
+    """One-page operations a round times back to back per contender (a cold read: one)."""
     rounds_batch: int
     rounds_real: int
     mixed: tuple[tuple[str, int], ...]
@@ -55,8 +57,9 @@ FULL = Plan(
     modes=MODES,
     batches={SCALED_HYBRID.name: (1, 64), **{w.name: (64,) for w in REAL}},
     rounds_one_page=25,
-    rounds_batch=9,
-    rounds_real=7,
+    one_page_calls=10,
+    rounds_batch=17,
+    rounds_real=13,
     mixed=((SCALED_HYBRID.name, 64), (REAL[0].name, 32)),
     mixed_modes=(("buffered", "aio"), ("direct", "aio")),
     rounds_mixed=9,
@@ -66,6 +69,7 @@ QUICK = Plan(
     modes=(("buffered", "aio"), ("direct", "aio")),
     batches={SCALED_HYBRID.name: (1, 8), REAL[0].name: (2,)},
     rounds_one_page=3,
+    one_page_calls=2,
     rounds_batch=3,
     rounds_real=3,
     mixed=((SCALED_HYBRID.name, 8),),
@@ -110,6 +114,7 @@ def measure_workload(
                     else plan.rounds_batch
                 )
                 durable = batch > 1
+                calls = plan.one_page_calls if batch == 1 and op != "get-cold" else 1
                 started = time.perf_counter()
                 contenders: list[Contender] = []
                 refused: dict[str, str] = {}
@@ -117,10 +122,10 @@ def measure_workload(
                     if store.name == "ours-nosum" and (batch == 1 or op == "set-fresh"):
                         continue  # the checksum's cost shows where it bounds: reads of big batches
                     try:
-                        contenders.append(StoreOp(store, rig, op, batch, durable))
+                        contenders.append(StoreOp(store, rig, op, batch, durable, calls))
                     except Refused as exc:
                         refused[store.name] = str(exc)
-                contenders.append(LimitOp(limit, rig, op, batch, durable))
+                contenders.append(LimitOp(limit, rig, op, batch, durable, calls))
                 times = rounds(contenders, count)
                 yield {
                     "workload": workload.name,
@@ -131,6 +136,7 @@ def measure_workload(
                     "batch": batch,
                     "bytes": workload.batch_bytes(pools, batch),
                     "rounds": count,
+                    "calls_per_round": calls,
                     "durable": durable and op == "set-fresh",
                     "times": times,
                     "refused": refused,
@@ -271,6 +277,9 @@ def run(plan: Plan, root: Path) -> dict[str, Any]:
         "environment": env,
         "method": {
             "pairing": "every round runs each contender once, back to back, in a rotating order",
+            "one_page": f"each round times {plan.one_page_calls} operations back to back per contender "
+            "(fresh pages for each write; a cold read: one) and reports the time per operation, the steady "
+            "cost of a call rather than the caches the previous contender evicted",
             "writes": "page cache of the rig written back and dropped before each timed write (untimed); "
             "timed: the call plus the writeback of every file it wrote (sync_file_range WAIT_BEFORE|WRITE|"
             "WAIT_AFTER: data on the device, no journal commit per file; batch 1: no writeback)",

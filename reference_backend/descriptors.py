@@ -16,24 +16,31 @@ from reference_backend.record import BLOCK, pad
 
 def file_rows(items: list[Item], writing: bool) -> tuple[np.ndarray, np.ndarray]:
     """(DRAM rows, FILE rows) moving ``items`` between memory and their records."""
-    dram: list[tuple[int, int, int]] = []
-    file: list[tuple[int, int, int]] = []
+    dram: list[int] = []
+    """Flat (address, bytes, 0) triples: NumPy reads a flat list a few times faster than tuples."""
+    file: list[int] = []
+    """Flat (offset, bytes, fd) triples."""
     for group in by_pool(items).values():
         pool = group[0].pool
+        if pool.zero_copy:
+            offsets = pool.layout.offsets
+            for item in group:
+                for (ptr, nbytes), off in zip(item.regions, offsets):
+                    dram += (ptr, nbytes, 0)
+                    file += (item.offset + off, nbytes, item.fd)
+            continue
         size = pool.layout.size
         for n, item in enumerate(group):
-            if pool.zero_copy:
-                for (ptr, nbytes), off in zip(item.regions, pool.layout.offsets):
-                    dram.append((ptr, nbytes, 0))
-                    file.append((item.offset + off, nbytes, item.fd))
-            elif file and file[-1][2] == item.fd and n and file[-1][0] + file[-1][1] == item.offset:
-                dram[-1] = (dram[-1][0], dram[-1][1] + size, 0)
-                file[-1] = (file[-1][0], file[-1][1] + size, item.fd)
+            if n and file[-1] == item.fd and file[-3] + file[-2] == item.offset:
+                dram[-2] += size
+                file[-2] += size
             else:
-                dram.append((item.slot, size, 0))
-                file.append((item.offset, size, item.fd))
-        if writing and not pool.zero_copy:
-            whole = pad(file[-1][1], BLOCK)
-            dram[-1] = (dram[-1][0], whole, 0)
-            file[-1] = (file[-1][0], whole, file[-1][2])
-    return np.array(dram, dtype=np.uint64), np.array(file, dtype=np.uint64)
+                dram += (item.slot, size, 0)
+                file += (item.offset, size, item.fd)
+        if writing:
+            dram[-2] = file[-2] = pad(file[-2], BLOCK)
+    return _rows(dram), _rows(file)
+
+
+def _rows(flat: list[int]) -> np.ndarray:
+    return np.array(flat, dtype=np.uint64).reshape(-1, 3)

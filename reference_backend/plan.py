@@ -19,9 +19,9 @@ from reference_backend.pools import Pool
 KV = str(PoolName.KV)
 
 
-@dataclass
+@dataclass(slots=True)
 class Item:
-    """One page of one pool in a batch."""
+    """One page of one pool in a batch (slotted: a batch makes one per page of every pool)."""
 
     pool: Pool
     key: str

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from types import FrameType
 
 LOOPBACK = "127.0.0.1"
 _RUNNING: set[subprocess.Popen[bytes]] = set()
@@ -50,7 +53,7 @@ def running(
     gets ready. It is stopped by its pid: SIGTERM, then SIGKILL.
     """
     is_ready = ready or (lambda: _listening(port))
-    with tempfile.TemporaryFile() as log:
+    with _killed_with_us(), tempfile.TemporaryFile() as log:
         proc = subprocess.Popen(list(argv), stdout=log, stderr=subprocess.STDOUT)
         _RUNNING.add(proc)
         try:
@@ -83,6 +86,32 @@ def kill_all() -> None:
     for proc in list(_RUNNING):
         with contextlib.suppress(OSError):
             proc.kill()
+
+
+@contextlib.contextmanager
+def _killed_with_us() -> Iterator[None]:
+    """While the block runs, a SIGTERM to this process (``pkill``, a cancelled CI job) kills every
+    service first: the process ends without its cleanup, and a server left behind would outlive
+    the run. A handler set before is chained; an ignored SIGTERM, or a block off the main thread
+    (only that thread may set handlers), is left as it is."""
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous is signal.SIG_IGN or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        kill_all()
+        if callable(previous):
+            previous(signum, frame)
+            return
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ once, so it is always one operation.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -59,10 +60,11 @@ class StoreOp:
     calls: int = 1
     name: str = ""
     transfers: list[PoolTransfer] = field(default_factory=list)
-    fresh: list[list[PoolTransfer]] = field(default_factory=list)
-    """A set-fresh round's batches, one per operation."""
     query: ExistsQuery = field(default_factory=lambda: ([], []))
     since: int = 0
+    operations: list[Callable[[], None]] = field(default_factory=list)
+    """This round's operations, ``calls`` of them, made by ``prepare``: each one can be timed on
+    its own (``tests.benchmarks.phases``), and ``call`` runs them all."""
 
     def __post_init__(self) -> None:
         _check_calls(self.op, self.calls)
@@ -75,22 +77,27 @@ class StoreOp:
 
     def prepare(self, round_no: int) -> None:
         if self.op == "set-fresh":
-            self.fresh = [self.rig.transfers(f"fresh-{round_no}-{c}", self.batch) for c in range(self.calls)]
+            fresh = [self.rig.transfers(f"fresh-{round_no}-{c}", self.batch) for c in range(self.calls)]
+            self.operations = [functools.partial(self._set, batch) for batch in fresh]
             drop_cache(files_under(self.rig.root))
             self.since = time.time_ns() - TICK_NS
-        elif self.op == "get-cold":
+            return
+        if self.op == "get-cold":
             drop_cache(files_under(self.rig.folder(self.name)))
+        self.operations = [self._exists if self.op == "exists" else self._get] * self.calls
 
     def call(self) -> None:
-        if self.op == "set-fresh":
-            for batch in self.fresh:
-                _check(self.store.set(batch), self.name, "a fresh batch")
-        elif self.op == "exists":
-            for _ in range(self.calls):
-                _check(self.store.exists(self.query), self.name, "exists")
-        else:
-            for _ in range(self.calls):
-                _check(self.store.get(self.transfers), self.name, "a read")
+        for operation in self.operations:
+            operation()
+
+    def _set(self, transfers: list[PoolTransfer]) -> None:
+        _check(self.store.set(transfers), self.name, "a fresh batch")
+
+    def _get(self) -> None:
+        _check(self.store.get(self.transfers), self.name, "a read")
+
+    def _exists(self) -> None:
+        _check(self.store.exists(self.query), self.name, "exists")
 
     def written(self) -> list[str]:
         if self.op != "set-fresh" or not self.durable:

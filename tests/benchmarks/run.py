@@ -114,7 +114,7 @@ def measure_workload(
                     else plan.rounds_batch
                 )
                 durable = batch > 1
-                calls = plan.one_page_calls if batch == 1 and op != "get-cold" else 1
+                calls = calls_per_round(plan, op, batch)
                 started = time.perf_counter()
                 contenders: list[Contender] = []
                 refused: dict[str, str] = {}
@@ -175,13 +175,24 @@ def measure_mixed(
     }
 
 
-def measure_phases(workload: Workload, mode: str, queue: str, calls: int, root: Path) -> list[dict[str, Any]]:
+def calls_per_round(plan: Plan, op: str, batch: int) -> int:
+    """Operations a round makes back to back: several of one page, whose call alone is too short
+    to time apart from what ran before it; one of a batch, and of a cold read, cold only once."""
+    return plan.one_page_calls if batch == 1 and op != "get-cold" else 1
+
+
+def measure_phases(workload: Workload, mode: str, queue: str, plan: Plan, root: Path) -> list[dict[str, Any]]:
     """Ours' one-page calls of every op in one mode, split by step."""
     pools = workload.build(1, upstream=False)
     rig = Rig(workload, pools, root / f"phases-{workload.name}-{mode}-{queue}", mode, queue)
     try:
         return [
-            {"workload": workload.name, "mode": mode, "queue": queue, **breakdown(rig, op, calls)}
+            {
+                "workload": workload.name,
+                "mode": mode,
+                "queue": queue,
+                **breakdown(rig, op, plan.phase_calls, calls_per_round(plan, op, 1)),
+            }
             for op in ops_for(mode, 1)
         ]
     finally:
@@ -268,7 +279,7 @@ def run(plan: Plan, root: Path) -> dict[str, Any]:
             print(report.one_line_mixed(row), flush=True)
     phases = []
     for mode, queue in plan.modes:
-        for row in measure_phases(SCALED_HYBRID, mode, queue, plan.phase_calls, root):
+        for row in measure_phases(SCALED_HYBRID, mode, queue, plan, root):
             phases.append(row)
             print(report.one_line_phases(row), flush=True)
     env["load_after"] = [round(x, 1) for x in os.getloadavg()]

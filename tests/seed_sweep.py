@@ -41,6 +41,7 @@ MUTANT_FAMILIES = {
     "PHYSICAL_PAGE_SPAN": "sidecar_key_uniqueness",
     "ANCHOR_WITHOUT_MARKERS": "pool_kinds",
     "BOUNDED_SIDE_BATCHES": "large_batches",
+    "BOUNDED_TRANSFER_QUEUE": "large_batches",
     "CAPPED_EXISTS": "large_batches",
     "TRUTHY_STRINGS": "config_spellings",
     "LENIENT_CONFIG": "config_spellings",

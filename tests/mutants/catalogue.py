@@ -42,6 +42,10 @@ from tests.broken import (
     unpinned_exists,
 )
 
+TRANSFER_QUEUE = 2048
+"""Page records one set may move in ``BoundedTransferQueue``: Mooncake's 1,024 queued transfers
+per peer plus 1,024 waiting for a place."""
+
 
 def _spec(cls: type[NixlBackend]) -> BackendSpec:
     def factory(config: HiCacheStorageConfig, storage_dir: Path) -> NixlBackend:
@@ -250,6 +254,14 @@ class BoundedSideBatches(NixlBackend):
         return {str(t.name): done.get(str(t.name), [True] * len(t.keys or [])) for t in transfers}
 
 
+class BoundedTransferQueue(NixlBackend):
+    """One set moves at most 2,048 page records; the rest answer False and are never stored
+    (Mooncake's TCP transport queue, finding 24): honest, yet a long context is never kept whole."""
+
+    def write(self, items: list[Item]) -> dict[int, bool]:
+        return super().write(items[:TRANSFER_QUEUE])
+
+
 class CappedExists(NixlBackend):
     """Exists looks at the first 128 keys of a span and no further."""
 
@@ -338,6 +350,7 @@ SIZE_BLIND_EXISTS = size_blind_exists.SPEC
 UNALIGNED_ZERO_COPY = unaligned_zero_copy.SPEC
 IN_PLACE_WRITES = in_place_writes.SPEC
 BOUNDED_SIDE_BATCHES = _spec(BoundedSideBatches)
+BOUNDED_TRANSFER_QUEUE = _spec(BoundedTransferQueue)
 CAPPED_EXISTS = _spec(CappedExists)
 UNKNOWN_POLICY_ZERO = _spec(UnknownPolicyZero)
 NO_RESTORABLE_SET = _spec(NoRestorableSet)
@@ -372,6 +385,7 @@ MUTANTS = [
     "PHYSICAL_PAGE_SPAN",
     "ANCHOR_WITHOUT_MARKERS",
     "BOUNDED_SIDE_BATCHES",
+    "BOUNDED_TRANSFER_QUEUE",
     "CAPPED_EXISTS",
     "TRUTHY_STRINGS",
     "LENIENT_CONFIG",

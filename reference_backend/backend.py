@@ -56,13 +56,8 @@ from reference_backend.transfer import Lane, SegmentFiles, all_or_each, overlapp
 
 KV = str(PoolName.KV)
 READ_CHUNKS = 8
-"""Verified reads of at least twice this many pages go as at least this many transfers, each
-checked while the rest move (see ``read_pipelined``)."""
-CHUNK_BYTES = 8 << 20
-MAX_READ_CHUNKS = 32
-"""A buffered verified read checks its last chunk after every copy is done: that checksum is the
-part that does not overlap. Chunks of at most ``CHUNK_BYTES`` (about half a millisecond of XXH3)
-keep it short, in up to this many transfers, each of which costs a post."""
+"""Verified reads of at least twice this many pages go as this many transfers, each checked while
+the rest move (see ``read_pipelined``)."""
 HANDOFF_PAGES = 2 * READ_CHUNKS
 """Buffered verified writes of at least this many pages checksum them on a helper thread beside
 the copy; below it the handoff costs more than it overlaps."""
@@ -203,11 +198,7 @@ class NixlBackend:
         moved = [i for i in items if i.pool.zero_copy]
         if len(moved) < 2 * self.read_chunks:
             return None
-        count = self.read_chunks
-        if not self.settings.direct_io:
-            by_bytes = -(-sum(i.pool.layout.size for i in moved) // CHUNK_BYTES)
-            count = max(count, min(MAX_READ_CHUNKS, by_bytes))
-        step = -(-len(moved) // count)
+        step = -(-len(moved) // self.read_chunks)
         chunks = [moved[k : k + step] for k in range(0, len(moved), step)]
         staged = [i for i in items if not i.pool.zero_copy]
         chunks += [staged] if staged else []

@@ -146,36 +146,3 @@ def test_a_buffered_write_checksums_on_a_helper_while_it_copies(tmp_path: Path, 
     assert all(all(v) for v in backend.batch_get_v2(transfers(kv, keys)).values()), "the sums hold"
     assert kv.snapshot() + side.snapshot() == before
     backend.close()
-
-
-@pytest.mark.parametrize("chunk", ["whole batch", "a few pages", "one byte"])
-def test_a_buffered_read_of_many_bytes_goes_in_chunks_of_bounded_size(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: str
-) -> None:
-    """The last chunk's checksum is the part of a buffered read that overlaps nothing, so a batch
-    of many bytes goes in more, smaller chunks: READ_CHUNKS at least, MAX_READ_CHUNKS at most,
-    every key still read back exact."""
-    import reference_backend.backend as backend_module
-
-    backend, kv, _, keys = store(tmp_path, direct=False)
-    page = backend.planner.pools[str(PoolName.KV)].layout.size
-    size = {"whole batch": 64 * PAGES * page, "a few pages": 2 * page, "one byte": 1}[chunk]
-    monkeypatch.setattr(backend_module, "CHUNK_BYTES", size)
-    lane = backend.lanes["READ"]
-    posts: list[int] = []
-    post = lane.post
-
-    def counting_post(*args):
-        posts.append(1)
-        return post(*args)
-
-    lane.post = counting_post  # type: ignore[method-assign]
-    result = backend.batch_get_v2(transfers(kv, keys))
-    assert all(all(v) for v in result.values())
-    if chunk == "whole batch":
-        assert len(posts) == READ_CHUNKS
-    elif chunk == "one byte":
-        assert len(posts) == backend_module.MAX_READ_CHUNKS
-    else:
-        assert READ_CHUNKS < len(posts) < backend_module.MAX_READ_CHUNKS
-    backend.close()

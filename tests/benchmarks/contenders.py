@@ -187,7 +187,7 @@ class Upstream:
 
 
 @dataclass
-class _Plan:
+class LimitPlan:
     """One batch as raw descriptors: host side, file side (offsets from the extent's start), and
     the staged copies a write does before the transfer and a read after it."""
 
@@ -220,7 +220,7 @@ class Limit:
         self.regs.append(self.agent.register_memory([(0, 0, self.fd, "")], "FILE"))
         self.staging: dict[PoolName, torch.Tensor] = {}
 
-    def plan(self, transfers: list[PoolTransfer], base: int = 0) -> _Plan:
+    def plan(self, transfers: list[PoolTransfer], base: int = 0) -> LimitPlan:
         dram: list[tuple[int, int, int]] = []
         file: list[tuple[int, int, int]] = []
         copies: list[tuple[int, int, int]] = []
@@ -245,7 +245,8 @@ class Limit:
                     dram.append((int(ptr), int(size), 0))
                     file.append((at, int(size), self.fd))
                     at += int(size)
-        return _Plan(np.array(dram, dtype=np.uint64), np.array(file, dtype=np.uint64), pad(at) - base, copies)
+        rows = np.array(dram, dtype=np.uint64), np.array(file, dtype=np.uint64)
+        return LimitPlan(*rows, pad(at) - base, copies)
 
     def _staging(self, name: PoolName, nbytes: int) -> torch.Tensor:
         held = self.staging.get(name)
@@ -255,7 +256,7 @@ class Limit:
             self.staging[name] = held
         return held
 
-    def move(self, op: str, plan: _Plan) -> bool:
+    def move(self, op: str, plan: LimitPlan) -> bool:
         """One transfer of ``plan`` (with its staging copies): what the limit times."""
         if op == "WRITE":
             for host, staged, size in plan.copies:

@@ -22,7 +22,15 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from conformance.interface import PoolTransfer
-from tests.benchmarks.contenders import ExistsQuery, Limit, Rig, drop_cache, exists_query, files_under
+from tests.benchmarks.contenders import (
+    ExistsQuery,
+    Limit,
+    LimitPlan,
+    Rig,
+    drop_cache,
+    exists_query,
+    files_under,
+)
 from tests.benchmarks.paired import Timed, write_back
 
 TICK_NS = 20_000_000
@@ -118,35 +126,40 @@ class LimitOp:
     durable: bool = True
     calls: int = 1
     name: str = "limit"
+    operations: list[Callable[[], None]] = field(default_factory=list)
+    """This round's operations, made by ``prepare``, as ``StoreOp``'s are."""
 
     def __post_init__(self) -> None:
         _check_calls(self.op, self.calls)
         self.transfers = self.rig.transfers("limit", self.batch)
-        self.plans = [self.limit.plan(self.transfers)]
-        self.extent = self.plans[0].extent
-        self.limit.grow(self.extent)
+        self.first = self.limit.plan(self.transfers)
+        self.limit.grow(self.first.extent)
         if self.op != "set-fresh":
-            _check(self.limit.move("WRITE", self.plans[0]), self.name, "the setup write")
+            _check(self.limit.move("WRITE", self.first), self.name, "the setup write")
 
     def prepare(self, round_no: int) -> None:
         if self.op == "set-fresh":
-            first = (round_no * self.calls + 1) * self.extent
-            self.plans = [self.limit.plan(self.transfers, first + c * self.extent) for c in range(self.calls)]
-            self.limit.grow(first + self.calls * self.extent)
+            extent = self.first.extent
+            start = (round_no * self.calls + 1) * extent
+            plans = [self.limit.plan(self.transfers, start + c * extent) for c in range(self.calls)]
+            self.limit.grow(start + self.calls * extent)
             drop_cache(files_under(self.rig.root))
-        elif self.op == "get-cold":
+            self.operations = [functools.partial(self._move, "WRITE", plan) for plan in plans]
+            return
+        if self.op == "get-cold":
             drop_cache([self.limit.path])
+        one = self._exists if self.op == "exists" else functools.partial(self._move, "READ", self.first)
+        self.operations = [one] * self.calls
 
     def call(self) -> None:
-        if self.op == "exists":
-            for _ in range(self.calls):
-                _check(self.limit.exists(), self.name, "exists")
-        elif self.op == "set-fresh":
-            for plan in self.plans:
-                _check(self.limit.move("WRITE", plan), self.name, self.op)
-        else:
-            for _ in range(self.calls):
-                _check(self.limit.move("READ", self.plans[0]), self.name, self.op)
+        for operation in self.operations:
+            operation()
+
+    def _move(self, op: str, plan: LimitPlan) -> None:
+        _check(self.limit.move(op, plan), self.name, self.op)
+
+    def _exists(self) -> None:
+        _check(self.limit.exists(), self.name, "exists")
 
     def written(self) -> list[str]:
         return [self.limit.path] if self.op == "set-fresh" and self.durable else []

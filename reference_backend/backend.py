@@ -52,13 +52,20 @@ from reference_backend.naming import family_digest, tenant_name
 from reference_backend.plan import BatchPlanner, Item, by_pool
 from reference_backend.pools import Pool
 from reference_backend.staging import checksum, gather, intact, place, scatter
-from reference_backend.transfer import Lane, SegmentFiles, all_or_each, overlapped, pipelined
+from reference_backend.transfer import Lane, SegmentFiles, all_or_each, cut, overlapped, pipelined
 
 KV = str(PoolName.KV)
-READ_CHUNKS = 8
-"""Verified reads of at least twice this many pages go as this many transfers, each checked while
-the rest move (see ``read_pipelined``)."""
-HANDOFF_PAGES = 2 * READ_CHUNKS
+DIRECT_SHARES = (1.0,) * 8
+"""How a verified O_DIRECT read of many pages is cut, as shares of its bytes: the kernel moves
+every chunk at once, so the chunks are equal and each is checked as it lands."""
+BUFFERED_SHARES = tuple(0.6**k for k in range(6))
+"""How a verified buffered read is cut: its chunks copy one by one, each checked on a helper
+thread while the next copies. XXH3 runs at about 1.5x the copy's speed, so each chunk is 0.6 of
+the one before: its check ends about when the next chunk lands, and the last chunk, whose check
+nothing overlaps, holds 3% of the bytes. Measured against six and eight equal chunks, ratio to
+raw NIXL at 64 real pages: DeepSeek-V3 0.90 -> 0.93-0.94, Llama-3-70B 0.90 -> 0.94, Qwen3-Next
+0.80 -> 0.84. More chunks cost more: NIXL pays about 0.1 ms a transfer of that size."""
+HANDOFF_PAGES = 2 * len(DIRECT_SHARES)
 """Buffered verified writes of at least this many pages checksum them on a helper thread beside
 the copy; below it the handoff costs more than it overlaps."""
 
@@ -90,8 +97,10 @@ class NixlBackend:
         self.settings = BackendConfig.from_extra(storage_config.extra_config, location)
         self.storage_config = storage_config
         self.verify = self.settings.verify
-        self.read_chunks = READ_CHUNKS if self.verify else 1
-        """Transfers a verified read is split into (1: one transfer, checked after it lands)."""
+        shares = DIRECT_SHARES if self.settings.direct_io else BUFFERED_SHARES
+        self.read_shares = shares if self.verify else ()
+        """How a read of many pages is cut into transfers (none: one transfer, checked after it
+        lands)."""
         self.planner = self.planner_type(storage_config, self.moves_in_place)
         self.root = str(self.settings.storage_dir)
         os.makedirs(self.root, exist_ok=True)
@@ -196,10 +205,9 @@ class NixlBackend:
         exact results.
         """
         moved = [i for i in items if i.pool.zero_copy]
-        if len(moved) < 2 * self.read_chunks:
+        if len(moved) < 2 * len(self.read_shares):
             return None
-        step = -(-len(moved) // self.read_chunks)
-        chunks = [moved[k : k + step] for k in range(0, len(moved), step)]
+        chunks = cut(moved, self.read_shares, lambda i: i.pool.layout.size)
         staged = [i for i in items if not i.pool.zero_copy]
         chunks += [staged] if staged else []
 
@@ -257,7 +265,7 @@ class NixlBackend:
                 if lane.files is not None and lane.files.register(loc.segment):
                     item.fd, item.offset, item.checksum = loc.segment.fd, loc.offset, loc.checksum
                     ready.append(item)
-            done = self.read_pipelined(lane, ready) if self.read_chunks > 1 else None
+            done = self.read_pipelined(lane, ready) if self.read_shares else None
             if done is None:
                 done = all_or_each(ready, lambda batch: self.transfer(lane, "READ", batch), self.receive)
             return done

@@ -160,6 +160,32 @@ def all_or_each(
     return {id(i): attempt([i]) and then(i) for i in items}
 
 
+def cut(items: Sequence[T], shares: Sequence[float], size: Callable[[T], int]) -> list[list[T]]:
+    """``items`` cut into at most ``len(shares)`` chunks whose bytes follow ``shares``, largest
+    items first.
+
+    Checking the last chunk to land overlaps nothing, and a chunk far over its share delays
+    every later one: cut by item count, an 18-MiB Mamba state beside 768-KiB KV pages made its
+    chunk a third of the batch. An item larger than its share is a chunk of its own; the rest
+    share the bytes left, in proportion to the shares left. Items of one size keep their order
+    (their records' file order).
+    """
+    ordered = sorted(items, key=size, reverse=True)
+    left = sum(size(i) for i in ordered)
+    chunks: list[list[T]] = []
+    chunk: list[T] = []
+    held = 0
+    for item in ordered:
+        chunk.append(item)
+        held += size(item)
+        k = len(chunks)
+        if k < len(shares) - 1 and held * sum(shares[k:]) >= left * shares[k]:
+            chunks.append(chunk)
+            left -= held
+            chunk, held = [], 0
+    return [*chunks, chunk] if chunk else chunks
+
+
 def pipelined(
     lane: Lane,
     op: str,

@@ -12,13 +12,16 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conformance.hostpools import MHAHostPool, MultiRegionHostPool
 from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
-from reference_backend.backend import READ_CHUNKS, NixlBackend
+from reference_backend.backend import BUFFERED_SHARES, DIRECT_SHARES, NixlBackend
 from reference_backend.log import FOLDER, SUFFIX
+from reference_backend.transfer import cut
 
-PAGES = 4 * READ_CHUNKS  # twice the pipelining threshold: several pages a transfer
+PAGES = 4 * len(DIRECT_SHARES)  # twice the pipelining threshold: several pages a transfer
 
 
 def pools() -> tuple[MHAHostPool, MultiRegionHostPool]:
@@ -84,9 +87,9 @@ def test_a_pipelined_read_returns_every_byte(stored) -> None:
     assert kv.snapshot() + side.snapshot() == before
 
 
-def test_corruption_in_a_late_transfer_fails_that_key_alone(stored) -> None:
+@pytest.mark.parametrize("victim", [0, PAGES // 2, PAGES - 1], ids=["first", "middle", "last"])
+def test_corruption_in_any_transfer_fails_that_key_alone(stored, victim: int) -> None:
     backend, kv, _, keys, root = stored
-    victim = PAGES - 3  # in the last in-place transfer
     needle = kv.read_page(victim * kv.page_size)[:64]
     (segment,) = [p for p in (root / FOLDER).iterdir() if p.name.endswith(SUFFIX)]
     data = segment.read_bytes()
@@ -122,7 +125,7 @@ def test_a_buffered_read_checks_each_chunk_on_a_helper_while_the_next_one_copies
     backend.receive = noting_receive  # type: ignore[method-assign]
     result = backend.batch_get_v2(transfers(kv, keys))
     assert all(all(v) for v in result.values())
-    assert len(posts) == READ_CHUNKS, "one transfer a chunk"
+    assert len(posts) == len(BUFFERED_SHARES), "one transfer a chunk"
     assert checked_on and threading.get_ident() not in checked_on, "checked on the helper thread"
     backend.close()
 
@@ -146,3 +149,22 @@ def test_a_buffered_write_checksums_on_a_helper_while_it_copies(tmp_path: Path, 
     assert all(all(v) for v in backend.batch_get_v2(transfers(kv, keys)).values()), "the sums hold"
     assert kv.snapshot() + side.snapshot() == before
     backend.close()
+
+
+@given(
+    sizes=st.lists(st.integers(1, 1 << 24), min_size=1, max_size=200),
+    shares=st.sampled_from([DIRECT_SHARES, BUFFERED_SHARES]),
+)
+def test_a_cut_moves_every_item_once_largest_first_and_no_chunk_past_its_share_by_an_item(
+    sizes: list[int], shares: tuple[float, ...]
+) -> None:
+    items = list(range(len(sizes)))
+    chunks = cut(items, shares, sizes.__getitem__)
+    assert all(chunks) and len(chunks) <= len(shares)
+    assert [i for c in chunks for i in c] == sorted(items, key=lambda i: -sizes[i])
+    left = sum(sizes)
+    for k, chunk in enumerate(chunks[:-1]):
+        held = sum(sizes[i] for i in chunk)
+        rest = sum(shares[k:])  # compared as cut compares: held / left against shares[k] / rest
+        assert (held - sizes[chunk[-1]]) * rest < left * shares[k] <= held * rest, "closed at its share"
+        left -= held

@@ -62,10 +62,10 @@ BUFFERED_SHARES = tuple(0.6**k for k in range(6))
 """How a verified buffered read is cut: its chunks copy one by one, each checked on a helper
 thread while the next copies. XXH3 runs at about 1.5x the copy's speed, so each chunk is 0.6 of
 the one before: its check ends about when the next chunk lands, and the last chunk, whose check
-nothing overlaps, holds 3% of the bytes. Measured against six and eight equal chunks, ratio to
-raw NIXL at 64 real pages: DeepSeek-V3 0.90 -> 0.93-0.94, Llama-3-70B 0.90 -> 0.94, Qwen3-Next
+nothing overlaps, holds 3% of the bytes. Measured against eight equal chunks, ratio to raw
+NIXL at 64 real pages: DeepSeek-V3 0.90 -> 0.93-0.94, Llama-3-70B 0.90 -> 0.94, Qwen3-Next
 0.80 -> 0.84. More chunks cost more: NIXL pays about 0.1 ms a transfer of that size."""
-HANDOFF_PAGES = 2 * len(DIRECT_SHARES)
+HANDOFF_PAGES = 16
 """Buffered verified writes of at least this many pages checksum them on a helper thread beside
 the copy; below it the handoff costs more than it overlaps."""
 

@@ -268,6 +268,7 @@ class Limit:
         try:
             state = agent.transfer(handle)
             while state == "PROC":
+                os.sched_yield()  # as ours polls (``Posted.wait``)
                 state = agent.check_xfer_state(handle)
         finally:
             agent.release_xfer_handle(handle)

@@ -153,6 +153,7 @@ def raw_transfer(agent: Any, op: str, descs: tuple[Any, Any]) -> None:
     handle = agent.initialize_xfer(op, descs[0], descs[1], agent.name)
     state = agent.transfer(handle)
     while state == "PROC":
+        os.sched_yield()  # as ours polls (``Posted.wait``)
         state = agent.check_xfer_state(handle)
     agent.release_xfer_handle(handle)
     assert state == "DONE"

@@ -129,10 +129,11 @@ class Posted:
     def wait(self) -> bool:
         """True when every byte moved.
 
-        Polls, giving up the CPU between polls: the kernel finishes an O_DIRECT write into new
-        space on a worker bound to a CPU, and a poll that never yields could hold that CPU until
-        the scheduler's tick. One-page O_DIRECT sets took 3-4 ms in that state, in runs of calls,
-        and 0.5 ms otherwise; yielding, 0-1 calls in 400 did, against 16-63 (interleaved)."""
+        Polls, giving up the CPU between polls: a poll that never yields made one-page O_DIRECT
+        writes slow, most likely (inferred, not traced) by holding the CPU a kernel worker that
+        finishes a write into new space is bound to, until the scheduler's tick. Such sets took
+        3-4 ms in runs of calls, and 0.5 ms otherwise; yielding, 0-1 calls in 400 did, against 16-63
+        (interleaved)."""
         try:
             while self.state == "PROC":
                 os.sched_yield()

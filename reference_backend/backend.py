@@ -233,6 +233,8 @@ class NixlBackend:
         with lane.lock:
             self._let_go(lane)
             self.log.bury()
+            if self.capacity:
+                self.capacity.arrive(i.digest[:8] for i in items)
             return self.store(lane, items)
 
     def store(self, lane: Lane, items: list[Item]) -> dict[int, bool]:

@@ -14,7 +14,11 @@ first 8 bytes of every record digest (:func:`reference_backend.naming.family_dig
 writes a tombstone for the family, which every process applies to records older than it, and then
 compacts: segments that are finished and mostly dead have their live records copied forward
 (keeping their sequence numbers, so a newer version written meanwhile still wins) and are
-deleted. Records being written are in no finished segment, so they are never victims.
+deleted. Records being written are in no finished segment, so they are never victims, and
+neither is an entry the instance's current or previous write named: the controller writes an
+entry in calls (KV pages, then each side pool's), and pages written after a tombstone would
+outlive it. Every step eviction takes is checked first against the limit (the log's ``cap``), so
+the store never holds more than the budget, not even between a compaction's copy and its delete.
 
 **In use.** An entry ``exists`` reports is pinned for ``pin_seconds`` (30 by default) in a table
 every process of the tenant reads before it evicts. A get that races an eviction reads the
@@ -214,11 +218,15 @@ class Capacity:
     def __init__(self, log: SegmentLog, budget: Budget) -> None:
         self.log, self.budget = log, budget
         self._uses: dict[bytes, int] = {}
+        self._latest: frozenset[bytes] = frozenset()
+        self._arriving: frozenset[bytes] = frozenset()
         self._uses_lock = threading.Lock()
         folder = log.folder
         self._lock_path = os.path.join(folder, f"capacity.{log.tenant}.lock")
         slots = max(64, min(1 << 16, budget.limit // 1024 // PIN.itemsize))
         self.pins = PinTable(os.path.join(folder, f"pins.{log.tenant}"), slots)
+        if self.enabled:
+            log.cap = budget.limit - self.pins.size
         self.last_pause = 0.0
         """Seconds the last compaction held the log's index lock (what a concurrent get could wait)."""
 
@@ -241,6 +249,13 @@ class Capacity:
         """The chain policy counts a batch's prefix as used with it: a head outlives its tails."""
         if self.budget.policy == "chain":
             self.touch(families, at)
+
+    def arrive(self, families: Iterable[bytes]) -> None:
+        """A write of ``families`` begins: they and the previous write's are never its victims. The
+        controller writes an entry in calls (KV pages, then each side pool's), so a tombstone
+        between two of them would leave the pages written after it alive: half an entry."""
+        batch = frozenset(families)
+        self._arriving, self._latest = self._latest | batch, batch
 
     def pin(self, families: Sequence[bytes]) -> None:
         """What exists just reported stays for ``pin_seconds``, whoever evicts."""
@@ -278,36 +293,45 @@ class Capacity:
 
     def make_room(self, need: int) -> bool:
         """Under the tenant lock: evict and compact until ``need`` more bytes fit under the ceiling,
-        which keeps ``TOMB_ROOM`` below the limit for the tombstones eviction itself writes.
-
-        Only families with records in finished segments are evicted: the bytes of segments still
-        being written cannot come back yet, so evicting what lies there frees nothing now."""
+        which keeps ``TOMB_ROOM`` below the limit for the tombstones eviction itself writes."""
         ceiling = self.budget.ceiling - TOMB_ROOM
+        return self.stored() + need <= ceiling or self._evict(need, ceiling)
+
+    def _evict(self, need: int, ceiling: int) -> bool:
+        """Evict and compact what finished segments hold until ``need`` fits under ``ceiling``:
+        the bytes of segments still being written cannot come back yet, so evicting what lies
+        there frees nothing now, and an entry whose pages are still arriving is never split
+        (:meth:`arrive`).
+        Every step's growth is checked against the limit first."""
         total = self.stored()
-        if total + need <= ceiling:
-            return True
         goal = max(0, min(self.budget.floor, ceiling) - need)
         pinned = self.pins.pinned()
         finished = {segment for segment, _, _ in self.log.compactable()}
         families = self._families(finished)
-        order = [f for f in eviction_order(families, self.budget.policy) if f not in pinned]
+        spared = pinned | self._arriving
+        order = [f for f in eviction_order(families, self.budget.policy) if f not in spared]
         order = [f for f in order if families[f].reclaimable]
         while total > goal:
             segment = self._worth_compacting(total)
-            if segment is None and order and total + TOMB_ROOM <= self.budget.limit:
+            if segment is None and order:
                 doomed: list[bytes] = []
                 freed = 0
-                while order and freed < total - goal:
+                while (
+                    order
+                    and freed < total - goal
+                    and total + self.log.tombstone_growth(len(doomed) + 1) <= self.budget.limit
+                ):
                     doomed.append(order.pop(0))
                     freed += families[doomed[-1]].reclaimable
-                if not self.log.tombstone(doomed):
+                if not doomed or not self.log.tombstone(doomed):
                     break
+                total = self.stored()
                 continue
             if segment is None or not self.log.compact(segment):
                 break
             self.last_pause = max(self.last_pause, self.log.last_swap)
             total = self.stored()
-        return total + need <= ceiling
+        return self.stored() + need <= ceiling  # looking for work may itself have deleted dead segments
 
     def _families(self, finished: set[Segment]) -> dict[bytes, Family]:
         families: dict[bytes, Family] = {}
@@ -324,12 +348,12 @@ class Capacity:
         return families
 
     def _worth_compacting(self, total: int) -> Segment | None:
-        """A finished segment to compact: the one whose live records take least once moved, if
-        moving them frees at least half the segment and fits beside the store within the limit."""
+        """A finished segment to compact: the one compacting grows the store least, if that frees
+        at least half the segment and fits beside the store within the limit."""
         best = None
-        for segment, size, live in self.log.compactable():
-            if live and (2 * live > size or total + live > self.budget.limit):
+        for segment, size, growth in self.log.compactable():
+            if growth and (2 * growth > size or total + growth > self.budget.limit):
                 continue
-            if best is None or live < best[1]:
-                best = (segment, live)
+            if best is None or growth < best[1]:
+                best = (segment, growth)
         return None if best is None else best[0]

@@ -60,6 +60,8 @@ SEALED = 1
 # segment id (ties a commit to the file it was written for), CRC-32 of the block
 _HEAD = struct.Struct("<4sHHIQQQI")
 _ENTRY = struct.Struct("<16sQQIIQQ")
+TOMBS_PER_BLOCK = (BLOCK - _HEAD.size) // _ENTRY.size
+"""Families one tombstone commit (a block) evicts."""
 
 
 class Entry(NamedTuple):
@@ -322,6 +324,9 @@ class SegmentLog:
         """(folder inode, folder mtime, when we listed it by the wall clock and by the file
         system's tick), to skip listing an unchanged folder."""
         self._seq = 0
+        self.cap = 0
+        """Bytes the tenant's segments may take, 0 for no bound: a counted reservation that could
+        take them past it is refused (set by a bounded store; the one check every growth passes)."""
         self._lock = threading.RLock()
         self._look = threading.local()
         """This thread's current look (``one_look``): the sizes of the segments it has checked."""
@@ -402,7 +407,7 @@ class SegmentLog:
         if size < 0:
             self._rebuild_after_loss()
         self._writer = None
-        if size >= 0 and not self._live.get(segment):
+        if size >= 0 and self._needless(segment):
             self._reclaim(segment)
         elif size >= segment.scanned:
             self._seal(segment)
@@ -459,7 +464,9 @@ class SegmentLog:
     def reserve(self, layout: Layout, *, counted: bool = False) -> Extent | None:
         """An extent for ``layout`` at the tail of our segment, its bytes already in the file;
         ``counted``: the seal's too, so that every process counting the tenant's bytes counts
-        these before a byte of them is written."""
+        these before a byte of them is written, and refused if that could pass ``cap``."""
+        if counted and self.cap and self.tenant_bytes() + self.reservation(layout.size) > self.cap:
+            return None
         segment = self.writable(layout.size)
         if segment is None or (counted and not self._presize(segment, self.reservation(layout.size))):
             return None
@@ -502,7 +509,7 @@ class SegmentLog:
         self._live[loc.segment] = self._live.get(loc.segment, 0) + 1
         if held is not None:
             self._live[held.segment] -= 1
-            if not self._live[held.segment] and held.segment.own and held.segment is not self._writer:
+            if held.segment.own and held.segment is not self._writer and self._needless(held.segment):
                 self._reclaim(held.segment)
 
     def _move_index(self, digest: bytes, loc: Location) -> None:
@@ -514,6 +521,11 @@ class SegmentLog:
         self._live[loc.segment] = self._live.get(loc.segment, 0) + 1
         if held is not None:
             self._live[held.segment] -= 1
+
+    def _needless(self, segment: Segment) -> bool:
+        """Nothing in ``segment`` matters any more: no record in it is live, and no tombstone in
+        it still hides a family's records elsewhere."""
+        return not self._live.get(segment) and not self._carried(segment)
 
     def _reclaim(self, segment: Segment) -> None:
         """Delete one of our finished segments that no index entry refers to any more."""
@@ -699,7 +711,7 @@ class SegmentLog:
             for digest, loc in dead:
                 del self._index[digest]
                 self._live[loc.segment] -= 1
-                if not self._live[loc.segment] and loc.segment.own and loc.segment is not self._writer:
+                if loc.segment.own and loc.segment is not self._writer and self._needless(loc.segment):
                     self._reclaim(loc.segment)
             return out
 
@@ -710,11 +722,10 @@ class SegmentLog:
     def tombstone(self, families: Sequence[bytes], seqs: Sequence[int] | None = None) -> bool:
         """Evict ``families`` in every process: commits of tombstones, a block's worth each.
         ``seqs``: the tombstones' own sequence numbers, when compaction carries old ones forward."""
-        per_block = (BLOCK - _HEAD.size) // _ENTRY.size
         stamp = self._next_seq()
         stamps = list(seqs) if seqs is not None else [stamp] * len(families)
-        for lo in range(0, len(families), per_block):
-            chunk = list(zip(families[lo : lo + per_block], stamps[lo : lo + per_block]))
+        for lo in range(0, len(families), TOMBS_PER_BLOCK):
+            chunk = list(zip(families[lo : lo + TOMBS_PER_BLOCK], stamps[lo : lo + TOMBS_PER_BLOCK]))
             entries = [Entry(f + bytes(8), 0, 0, 0, DEAD, 0, s) for f, s in chunk]
             extent = self.reserve(Layout((), (), BLOCK), counted=True)
             if extent is None or not self._put_commit(extent, entries, stamp):
@@ -739,34 +750,45 @@ class SegmentLog:
             return False
         return False
 
+    @classmethod
+    def tombstone_growth(cls, families: int) -> int:
+        """The most evicting ``families`` grows the store: a counted block-sized append per commit."""
+        return -(-families // TOMBS_PER_BLOCK) * cls.reservation(BLOCK)
+
     def compactable(self) -> list[tuple[Segment, int, int]]:
-        """(segment, file bytes, bytes its live records take once moved) of every finished segment
-        of the tenant."""
+        """(segment, file bytes, the most compacting it grows the store before deleting it: its
+        live records moved and its tombstones carried) of every finished segment of the tenant."""
         counts: dict[Segment, list[int]] = {}
         for _, loc in self.live():
             held = counts.setdefault(loc.segment, [0, 0])
             held[0] += 1
             held[1] += loc.size
-        live = {s: self.reservation(pad(commit_size(n) + size, BLOCK)) for s, (n, size) in counts.items()}
+        moved = {s: self.reservation(pad(commit_size(n) + size, BLOCK)) for s, (n, size) in counts.items()}
         with self._lock:
             out = []
             for segment in list(self._segments.values()):
                 size = self._alive(segment)
                 if size >= 0 and self._finished(segment):
-                    out.append((segment, size, live.get(segment, 0)))
+                    growth = moved.get(segment, 0) + self.tombstone_growth(len(self._carried(segment)))
+                    out.append((segment, size, growth))
             return out
+
+    def _carried(self, segment: Segment) -> list[tuple[bytes, int]]:
+        """(family, sequence) of the tombstones in ``segment`` that must outlive it: the newest of
+        their family, with a segment older than them that may still hold the family's records."""
+        born = [int(s.name.split("-")[0]) for s in self._segments.values() if s is not segment]
+        return [
+            (family, seq)
+            for family, seq in self._tombs.get(segment, {}).items()
+            if self._dead.get(family) == seq and any(b < seq for b in born)
+        ]
 
     def compact(self, segment: Segment) -> bool:
         """Copy ``segment``'s live records (and tombstones still needed) forward, then delete it."""
         moving = [(d, loc) for d, loc in self.live() if loc.segment is segment]
         if moving and not self._move(moving):
             return False
-        born = [int(s.name.split("-")[0]) for s in self._segments.values() if s is not segment]
-        needed = [
-            (family, seq)
-            for family, seq in self._tombs.get(segment, {}).items()
-            if self._dead.get(family) == seq and any(b < seq for b in born)
-        ]
+        needed = self._carried(segment)
         if needed and not self.tombstone([f for f, _ in needed], [s for _, s in needed]):
             return False
         started = time.perf_counter()

@@ -16,6 +16,7 @@ class PayloadBudget(NixlBackend):
         super().__init__(config, location)
         capacity = self.capacity
         if capacity is not None:
+            self.log.cap = 0  # no last check on the growth: the count alone decides
             capacity.stored = lambda: sum(loc.size for _, loc in self.log.live())  # type: ignore[method-assign]
 
 

@@ -17,6 +17,7 @@ class PerProcessBudget(NixlBackend):
         super().__init__(config, location)
         capacity = self.capacity
         if capacity is not None:
+            self.log.cap = 0  # no last check on the growth: the count alone decides
             capacity.stored = lambda: self._own_bytes() + capacity.pins.size  # type: ignore[method-assign]
 
     def _own_bytes(self) -> int:

@@ -301,8 +301,7 @@ class Capacity:
         """Evict and compact what finished segments hold until ``need`` fits under ``ceiling``:
         the bytes of segments still being written cannot come back yet, so evicting what lies
         there frees nothing now, and an entry whose pages are still arriving is never split
-        (:meth:`arrive`).
-        Every step's growth is checked against the limit first."""
+        (:meth:`arrive`). Every step's growth is checked against the limit first."""
         total = self.stored()
         goal = max(0, min(self.budget.floor, ceiling) - need)
         pinned = self.pins.pinned()

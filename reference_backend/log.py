@@ -776,10 +776,13 @@ class SegmentLog:
     def _carried(self, segment: Segment) -> list[tuple[bytes, int]]:
         """(family, sequence) of the tombstones in ``segment`` that must outlive it: the newest of
         their family, with a segment older than them that may still hold the family's records."""
+        tombs = self._tombs.get(segment)
+        if not tombs:
+            return []
         born = [int(s.name.split("-")[0]) for s in self._segments.values() if s is not segment]
         return [
             (family, seq)
-            for family, seq in self._tombs.get(segment, {}).items()
+            for family, seq in tombs.items()
             if self._dead.get(family) == seq and any(b < seq for b in born)
         ]
 

@@ -4,7 +4,8 @@ A budget a store overshoots only between two steps of its eviction (a compaction
 delete, tombstones before the space they free) is still overshot: the disk had to hold it. Counting
 after each call misses that, and a thread of the test's own process samples only when the backend
 lets go of the GIL. A separate process walks the folder back to back for as long as the watch lasts,
-so a window of a few walks is seen.
+so a window of a few walks is seen, and each sample is a total the folder held at one instant
+(:func:`held_at_once`), never a sum of sizes from moments apart.
 
 Run as ``python -m conformance.folder_peak FOLDER``: it prints ``ready``, samples until its stdin
 closes, then prints the peak.
@@ -20,15 +21,41 @@ from pathlib import Path
 from types import TracebackType
 
 
-def stored_bytes(storage: Path | str) -> int:
-    """Bytes of every regular file under the folder."""
-    total = 0
+def file_sizes(storage: Path | str) -> dict[str, tuple[int, int]]:
+    """(inode, bytes) of every regular file under the folder, by path."""
+    out = {}
     for folder, _, files in os.walk(storage):
         for name in files:
+            path = os.path.join(folder, name)
             try:
-                total += os.lstat(os.path.join(folder, name)).st_size
+                st = os.lstat(path)
             except OSError:  # removed while we looked
                 continue
+            out[path] = (st.st_ino, st.st_size)
+    return out
+
+
+def stored_bytes(storage: Path | str) -> int:
+    """Bytes of every regular file under a folder nothing is writing to."""
+    return sum(size for _, size in file_sizes(storage).values())
+
+
+def held_at_once(storage: Path | str) -> int:
+    """Bytes the folder certainly held at one instant, while writers work in it.
+
+    A walk reads each file's size at another moment, so one walk can add a segment's size from
+    before its delete to another's from after a growth the delete made room for: a total the
+    folder never held. A second look keeps each file at the smaller of its two sizes, and drops
+    files gone or replaced: as files only grow between a creation and a removal, every file kept
+    held at least that much at the instant between the two looks."""
+    total = 0
+    for path, (inode, size) in file_sizes(storage).items():
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if st.st_ino == inode:
+            total += min(size, st.st_size)
     return total
 
 
@@ -75,12 +102,12 @@ def _sample(folder: str) -> None:
         stop.set()
 
     threading.Thread(target=wait_for_eof, daemon=True).start()
-    peak, samples = stored_bytes(folder), 1
+    peak, samples = held_at_once(folder), 1
     print("ready", flush=True)
     while not stop.is_set():
-        peak = max(peak, stored_bytes(folder))
+        peak = max(peak, held_at_once(folder))
         samples += 1
-    print(max(peak, stored_bytes(folder)), samples, flush=True)
+    print(max(peak, held_at_once(folder)), samples, flush=True)
 
 
 if __name__ == "__main__":

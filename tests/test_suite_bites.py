@@ -176,7 +176,7 @@ BROKEN = [
         "test_two_processes_writing_at_once_stay_within_one_budget",
     ),
     (
-        "evicts_after_writing",
+        "uncounted_scratch",
         "test_capacity_and_eviction",
         "test_stored_bytes_stay_within_the_budget_under_a_stream_of_fresh_writes",
     ),

@@ -89,8 +89,10 @@ class FolderPeak:
         if proc is None:
             return
         out, _ = proc.communicate(timeout=60)  # closes stdin: the sampler's signal to stop
-        peak, samples = out.split()
-        self.peak, self.samples = int(peak), int(samples)
+        figures = out.split()
+        if proc.returncode != 0 or len(figures) != 2:
+            raise RuntimeError(f"the sampler of {self.folder} failed (exit {proc.returncode}): {out!r}")
+        self.peak, self.samples = int(figures[0]), int(figures[1])
 
 
 def _sample(folder: str) -> None:

@@ -166,11 +166,11 @@ class Capabilities:
         "",
         "the `extra_config` key that bounds the bytes a deployment stores (e.g. `max_size`, in bytes): "
         "the suite sets small budgets through it and checks that the files stay within them in one "
-        "process and in two at every moment (a sampler process walks the folder throughout, so an "
-        "overshoot between two steps of a write counts), that eviction takes whole entries (every "
-        "pool, every rank) and leaves exists and get agreeing, and that gets racing eviction are "
-        "whole or False. Empty: no bound is claimed (needs `stores_files`, where the bytes are "
-        "measured).",
+        "process and in two, after every write and during them (a sampler process walks the folder "
+        "throughout: an overshoot between two steps of a write that lasts a few walks counts), that "
+        "eviction takes whole entries (every pool, every rank) and leaves exists and get agreeing, "
+        "and that gets racing eviction are whole or False. Empty: no bound is claimed (needs "
+        "`stores_files`, where the bytes are measured).",
     )
     eviction_pin_seconds: float = _claim(
         0.0,

@@ -4,8 +4,9 @@ A budget a store overshoots only between two steps of its eviction (a compaction
 delete, tombstones before the space they free) is still overshot: the disk had to hold it. Counting
 after each call misses that, and a thread of the test's own process samples only when the backend
 lets go of the GIL. A separate process walks the folder back to back for as long as the watch lasts,
-so a window of a few walks is seen, and each sample is a total the folder held at one instant
-(:func:`held_at_once`), never a sum of sizes from moments apart.
+so a window of a few walks is seen (on a loaded machine, one shorter than a scheduler's time slice
+only by chance: the sampler is one more process), and each sample is a total the folder held at
+one instant (:func:`held_at_once`), never a sum of sizes from moments apart.
 
 Run as ``python -m conformance.folder_peak FOLDER``: it prints ``ready``, samples until its stdin
 closes, then prints the peak.

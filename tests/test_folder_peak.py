@@ -15,14 +15,15 @@ FILES = 8
 
 
 def test_a_file_that_exists_for_a_moment_is_seen(tmp_path: Path) -> None:
-    """A MiB that exists for two milliseconds at a time, thirty times, is in the peak; a count
-    before and after each would never see it."""
+    """A MiB that exists for ten milliseconds at a time, thirty times, is in the peak; a count
+    before and after each would never see it. (Windows much shorter than the scheduler's time
+    slice are seen by chance on a loaded machine: the sampler is one more process.)"""
     (tmp_path / "kept").write_bytes(b"k" * 4096)
     with FolderPeak(tmp_path) as watch:
         for _ in range(30):
             passing = tmp_path / "passing"
             passing.write_bytes(b"p" * (1 << 20))
-            time.sleep(0.002)
+            time.sleep(0.01)
             os.unlink(passing)
             time.sleep(0.005)
     assert stored_bytes(tmp_path) == 4096

@@ -176,11 +176,6 @@ BROKEN = [
         "test_two_processes_writing_at_once_stay_within_one_budget",
     ),
     (
-        "uncounted_scratch",
-        "test_capacity_and_eviction",
-        "test_stored_bytes_stay_within_the_budget_under_a_stream_of_fresh_writes",
-    ),
-    (
         "partial_family_eviction",
         "test_capacity_and_eviction",
         "test_eviction_takes_whole_entries_and_leaves_exists_and_get_agreeing",

@@ -295,14 +295,15 @@ class Capacity:
         """Under the tenant lock: evict and compact until ``need`` more bytes fit under the ceiling,
         which keeps ``TOMB_ROOM`` below the limit for the tombstones eviction itself writes."""
         ceiling = self.budget.ceiling - TOMB_ROOM
-        return self.stored() + need <= ceiling or self._evict(need, ceiling)
+        total = self.stored()
+        return total + need <= ceiling or self._evict(total, need, ceiling)
 
-    def _evict(self, need: int, ceiling: int) -> bool:
+    def _evict(self, total: int, need: int, ceiling: int) -> bool:
         """Evict and compact what finished segments hold until ``need`` fits under ``ceiling``:
         the bytes of segments still being written cannot come back yet, so evicting what lies
         there frees nothing now, and an entry whose pages are still arriving is never split
-        (:meth:`arrive`). Every step's growth is checked against the limit first."""
-        total = self.stored()
+        (:meth:`arrive`). Every step's growth is checked against the limit first; ``total``: the
+        stored bytes now."""
         goal = max(0, min(self.budget.floor, ceiling) - need)
         pinned = self.pins.pinned()
         finished = {segment for segment, _, _ in self.log.compactable()}

@@ -17,6 +17,7 @@ import random
 import tempfile
 from pathlib import Path
 
+from conformance.folder_peak import stored_bytes
 from conformance.geometry import load_geometry
 from conformance.interface import HiCacheStorageExtraInfo, PoolName
 from conformance.registry import resolve_backend
@@ -64,8 +65,7 @@ def replay(policy: str, chains: list[list[str]], budget: int) -> tuple[float, in
             if rest:
                 info = HiCacheStorageExtraInfo(prefix_keys=chain[:run])
                 rig.backend.batch_set_v1(rest, rig.indices(PoolName.KV, range(run, len(chain))), info)
-            size = sum(f.stat().st_size for f in Path(storage).rglob("*") if f.is_file())
-            worst = max(worst, size - budget)
+            worst = max(worst, stored_bytes(storage) - budget)
         pause = rig.backend.capacity.last_pause if rig.backend.capacity else 0.0
     return hit / asked, worst, pause
 

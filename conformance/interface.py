@@ -1,4 +1,5 @@
-"""SGLang's HiCache v2 storage types, as the suite names them.
+"""SGLang's HiCache v2 storage types, as the suite names them, and how a pool's index tensors
+address it (``page_span``: slots a page; ``slot_count``: slots in all).
 
 The one definition lives in :mod:`reference_backend.interface`, the small module the suite and the
 reference backend share, so that the backend loads without the suite. Only duck typing crosses the
@@ -16,6 +17,8 @@ from reference_backend.interface import (
     PoolName,
     PoolTransfer,
     PoolTransferResult,
+    page_span,
+    slot_count,
 )
 
 __all__ = [
@@ -25,4 +28,6 @@ __all__ = [
     "PoolName",
     "PoolTransfer",
     "PoolTransferResult",
+    "page_span",
+    "slot_count",
 ]

@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 import torch
 
+from conformance.caller import ControllerCalls, PoolSlots
 from conformance.capabilities import BackendSpec, Capabilities
 from conformance.geometry import ModelGeometry, PoolSpec
 from conformance.hostpools import HostPoolDouble
-from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
+from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer, page_span, slot_count
 from conformance.sharing import Shape
 
 
@@ -184,7 +185,10 @@ class Rig:
             model_name=model_name if model_name is not None else geometry.model,
             extra_config=dict(target.extra_config),
         )
-        self.backend = target.spec.factory(self.config, storage)
+        self.backend = ControllerCalls(
+            target.spec.factory(self.config, storage),
+            {str(n): PoolSlots(page_span(p), slot_count(p)) for n, p in pools.items()},
+        )
         kv = self.pools[PoolName.KV]
         self.backend.register_mem_pool_host(kv)
         if caps.kv_through_v2:

@@ -53,6 +53,7 @@ MUTANT_FAMILIES = {
     "PARTIAL_FAMILY_EVICTION": "capacity_and_eviction",
     "UNPINNED_READ": "capacity_and_eviction",
     "BUDGET_PER_PROCESS": "capacity_and_eviction",
+    "OFFSET_BLIND_INDICES": "controller_handover",
 }
 
 

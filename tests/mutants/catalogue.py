@@ -119,6 +119,14 @@ class _PhysicalPageSpan(BatchPlanner):
         return super().plan(name, keys, host_indices) if physical else None
 
 
+class _OffsetBlindIndices(BatchPlanner):
+    def plan(self, name: str, keys: Any, host_indices: Any) -> list[Item] | None:
+        if isinstance(host_indices, torch.Tensor) and host_indices.dim() == 1:
+            start = torch.empty(0, dtype=host_indices.dtype)
+            host_indices = start.set_(host_indices.untyped_storage(), 0, host_indices.shape, (1,))
+        return super().plan(name, keys, host_indices)
+
+
 class _PerRankMlaNames(BatchPlanner):
     def scope(self, name: str) -> Scope:
         return scope_for(replace(self.storage_config, is_mla_model=False), name)
@@ -159,6 +167,14 @@ class PhysicalPageSpan(NixlBackend):
     drew DCP-widened pools): under DCP every request is refused."""
 
     planner_type = _PhysicalPageSpan
+
+
+class OffsetBlindIndices(NixlBackend):
+    """Index tensors are read from the start of their storage, as native code handed
+    ``untyped_storage()`` does: every batch the controller slices past the first moves another
+    batch's pages."""
+
+    planner_type = _OffsetBlindIndices
 
 
 class PerRankMlaNames(NixlBackend):
@@ -338,6 +354,7 @@ CONTEXT_PARALLEL_BLIND_NAMES = _spec(ContextParallelBlindNames)
 DCP_BLIND_NAMES = _spec(DcpBlindNames)
 PER_RANK_MLA_NAMES = _spec(PerRankMlaNames)
 PHYSICAL_PAGE_SPAN = _spec(PhysicalPageSpan)
+OFFSET_BLIND_INDICES = _spec(OffsetBlindIndices)
 OFF_BY_ONE_RUN = _spec(OffByOneRun)
 TRAILING_WINDOW_MISREAD = _spec(TrailingWindowMisread)
 STAGED_OFFSETS_SHIFTED = _spec(StagedOffsetsShifted)
@@ -397,5 +414,6 @@ MUTANTS = [
     "PARTIAL_FAMILY_EVICTION",
     "UNPINNED_READ",
     "BUDGET_PER_PROCESS",
+    "OFFSET_BLIND_INDICES",
 ]
 """Names of the module attributes above, one mutant each: ``--backend=tests.mutants.catalogue:NAME``."""

@@ -1,0 +1,154 @@
+"""What the controller hands a backend arrives as it hands it, and is left as it was.
+
+SGLang's cache controller cuts a prefetch or a backup into batches by slicing one index tensor
+for the whole operation, hands the KV-derived pools (the DSA indexer) KV's very slice, and keeps
+using the slots, the keys and ``prefix_keys`` after each call. Every call of every property
+goes through :class:`conformance.caller.ControllerCalls`, which hands index tensors as views at a
+storage offset and fails a call that changes anything it was handed; the properties here make
+each kind of call the way the controller makes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from conformance.geometry import ModelGeometry
+from conformance.interface import HiCacheStorageExtraInfo, PoolName, PoolTransfer, page_span, slot_count
+from conformance.rig import Rig, Target
+from conformance.strategies import payload_seeds, render_page
+from conformance.suite._common import GEOMETRIES, ids
+
+PAGES = 8
+"""Host pages per pool: an operation of up to half of them, loaded into the other half."""
+
+Batch = tuple[int, int]
+"""Pages ``[start, end)`` of an operation."""
+
+
+def batches_of(count: int) -> st.SearchStrategy[list[Batch]]:
+    """``count`` pages cut into at least two batches, as the controller cuts an operation."""
+    cuts = st.lists(st.integers(1, count - 1), min_size=1, max_size=count - 1, unique=True)
+    return cuts.map(lambda c: list(zip([0, *sorted(c)], [*sorted(c), count])))
+
+
+class Operation:
+    """One prefetch or backup of ``pages`` in every pool: one index tensor per pool, sliced per
+    batch; KV-derived pools (KV's slots, KV's geometry) share KV's tensor and its slices."""
+
+    def __init__(self, rig: Rig, pages: list[int]) -> None:
+        self.rig = rig
+        kv = rig.pool(PoolName.KV)
+        self.derived = {
+            name
+            for name, pool in rig.pools.items()
+            if name is not PoolName.KV
+            and (page_span(pool), slot_count(pool)) == (page_span(kv), slot_count(kv))
+        }
+        self.indices = {name: rig.indices(name, pages) for name in rig.pools if name not in self.derived}
+
+    def slot_view(self, name: PoolName, batch: Batch) -> torch.Tensor:
+        """Pool ``name``'s slots of ``batch``: a view into the operation's tensor at its offset."""
+        source = PoolName.KV if name in self.derived else name
+        span = page_span(self.rig.pool(source))
+        return self.indices[source][batch[0] * span : batch[1] * span]
+
+    def move(
+        self,
+        keys: list[str],
+        batches: list[Batch],
+        kv_call: Callable[..., Any],
+        side_call: Callable[..., Any],
+    ) -> None:
+        """Every batch: KV through ``kv_call``, then the side pools in one ``side_call``, each told
+        the keys of the batches before it, as the controller tells them."""
+        side = [name for name in self.rig.pools if name is not PoolName.KV]
+        for batch in batches:
+            own = keys[batch[0] : batch[1]]
+            extra = HiCacheStorageExtraInfo(prefix_keys=keys[: batch[0]])
+            kv = self.slot_view(PoolName.KV, batch)
+            assert list(kv_call(own, kv, extra)) == [True] * len(own), f"KV batch {batch}"
+            if side:
+                transfers = [
+                    PoolTransfer(name=n, host_indices=self.slot_view(n, batch), keys=own) for n in side
+                ]
+                done = side_call(transfers, extra)
+                for name in side:
+                    assert list(done[str(name)]) == [True] * len(own), f"{name} batch {batch}"
+
+
+def _kv_calls(rig: Rig) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """(store, load) of KV as the backend takes it: v1 where claimed, else beside the side pools."""
+    backend = rig.backend
+    if rig.target.caps.v1_kv:
+        return backend.batch_set_v1, backend.batch_get_v1
+    rig.target.require("kv_through_v2", "KV moves through neither v1 nor v2")
+
+    def through_v2(method: Callable[..., Any]) -> Callable[..., Any]:
+        def call(keys: list[str], indices: torch.Tensor, extra: HiCacheStorageExtraInfo) -> list[bool]:
+            transfer = PoolTransfer(name=PoolName.KV, host_indices=indices, keys=keys)
+            return list(method([transfer], extra)[str(PoolName.KV)])
+
+        return call
+
+    return through_v2(backend.batch_set_v2), through_v2(backend.batch_get_v2)
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
+@given(seed=payload_seeds, count=st.integers(2, PAGES // 2), data=st.data())
+def test_batches_sliced_from_one_operation_store_and_load_each_pages_own_bytes(
+    hicache_target: Target, geometry: ModelGeometry, seed: int, count: int, data: st.DataObject
+) -> None:
+    """Pages moved in batches sliced from one index tensor read back byte for byte into their slots.
+
+    A backup and a prefetch of the same pages, each cut into drawn batches whose indices are
+    slices of one tensor per operation (KV-derived pools handed KV's slices), whatever offset
+    each batch sits at.
+    """
+    hicache_target.require("stores_bytes", "the property compares the bytes of every page")
+    keys = [f"op-{i}" for i in range(count)]
+    cut = data.draw(batches_of(count), label="batches")
+    into = data.draw(st.permutations(range(count, 2 * count)), label="loaded into pages")
+    with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=PAGES) as rig:
+        written = {
+            name: [render_page(rig.pool(name), seed, 3, salt=i) for i in range(count)] for name in rig.pools
+        }
+        for name, pages in written.items():
+            for page, payload in enumerate(pages):
+                rig.put(name, page, payload)
+        store, load = _kv_calls(rig)
+        Operation(rig, list(range(count))).move(keys, cut, store, rig.backend.batch_set_v2)
+        Operation(rig, list(into)).move(keys, cut, load, rig.backend.batch_get_v2)
+        for name, pages in written.items():
+            for i, payload in enumerate(pages):
+                rig.expect(name, into[i], payload, f"key {keys[i]}, batches {cut}")
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
+@given(count=st.integers(2, PAGES // 2), data=st.data())
+def test_a_call_leaves_the_keys_indices_and_prefix_keys_it_was_handed_as_they_were(
+    hicache_target: Target, geometry: ModelGeometry, count: int, data: st.DataObject
+) -> None:
+    """No call changes a key, a slot (in its view or around it) or a prefix key it was handed.
+
+    A backup, both exists calls over the span from each batch on, and a prefetch, each with the
+    prefix keys the controller passes; the rig's :class:`~conformance.caller.ControllerCalls`
+    fails the call that changes anything.
+    """
+    keys = [f"handed-{i}" for i in range(count)]
+    cut = data.draw(batches_of(count), label="batches")
+    with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=PAGES) as rig:
+        store, load = _kv_calls(rig)
+        Operation(rig, list(range(count))).move(keys, cut, store, rig.backend.batch_set_v2)
+        queried = hicache_target.queryable_pools(geometry)
+        for start, _ in cut:
+            rest, extra = keys[start:], HiCacheStorageExtraInfo(prefix_keys=keys[:start])
+            assert rig.backend.batch_exists(rest, extra) == len(rest)
+            if queried:
+                rig.backend.batch_exists_v2(rest, [spec.exists_transfer(rest) for spec in queried], extra)
+        Operation(rig, list(range(count, 2 * count))).move(keys, cut, load, rig.backend.batch_get_v2)

@@ -1,0 +1,23 @@
+"""Defect: the index tensor is read from the start of its storage, as a backend that hands
+``untyped_storage()`` (or its pointer) to native code does. The controller slices each batch out
+of its operation's tensor, so every batch after the first moves another batch's pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from conformance.capabilities import BackendSpec
+from conformance.memory_backend import CAPABILITIES, MemoryBackend
+
+
+class OffsetBlindIndicesBackend(MemoryBackend):
+    def starts(self, pool: Any, keys: Any, host_indices: Any) -> list[int] | None:
+        if isinstance(host_indices, torch.Tensor) and host_indices.dim() == 1:
+            from_storage = torch.empty(0, dtype=host_indices.dtype)
+            host_indices = from_storage.set_(host_indices.untyped_storage(), 0, host_indices.shape, (1,))
+        return super().starts(pool, keys, host_indices)
+
+
+SPEC = BackendSpec("broken-offset-blind-indices", OffsetBlindIndicesBackend, CAPABILITIES)

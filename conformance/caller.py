@@ -99,6 +99,8 @@ class Handover:
     """(what, a list of keys handed over, a copy)."""
     tensors: list[tuple[str, torch.Tensor, torch.Tensor]] = dataclasses.field(default_factory=list)
     """(what, the whole tensor a handed view lies in, a copy)."""
+    fields: list[tuple[str, Any, dict[str, Any]]] = dataclasses.field(default_factory=list)
+    """(what, a transfer handed over, its fields as handed)."""
     views: dict[tuple[Any, torch.dtype, bytes], torch.Tensor] = dataclasses.field(default_factory=dict)
     """Slots already handed over, by pool geometry: one tensor object for every pool they address."""
 
@@ -118,15 +120,19 @@ class Handover:
         return value
 
     def transfer(self, what: str, transfer: Any) -> Any:
+        """A pool's transfer, its slots sliced; the controller reuses its transfers (the
+        operation's ``pool_transfers``), so no field may be rebound to another value either."""
         label = f"{what}: pool {transfer.name}'s"
         if isinstance(transfer.keys, list):
             self.lists.append((f"{label} keys", transfer.keys, list(transfer.keys)))
         indices = transfer.host_indices
-        if not isinstance(indices, torch.Tensor):
-            return transfer
-        return dataclasses.replace(
-            transfer, host_indices=self.sliced(str(transfer.name), f"{label} host_indices", indices)
+        if isinstance(indices, torch.Tensor):
+            indices = self.sliced(str(transfer.name), f"{label} host_indices", indices)
+            transfer = dataclasses.replace(transfer, host_indices=indices)
+        self.fields.append(
+            (label, transfer, {f.name: getattr(transfer, f.name) for f in dataclasses.fields(transfer)})
         )
+        return transfer
 
     def sliced(self, pool: str, what: str, indices: torch.Tensor) -> torch.Tensor:
         """``indices`` as a view into a larger tensor, past other pages' slots, the one view for
@@ -154,6 +160,10 @@ class Handover:
         for what, whole, copy in self.tensors:
             if whole.shape != copy.shape or not torch.equal(whole, copy):
                 changes.append(f"{what}: {_difference(copy.tolist(), whole.tolist())}")
+        for what, transfer, was in self.fields:
+            changes += [
+                f"{what} {f} was replaced" for f, v in was.items() if not _same(getattr(transfer, f), v)
+            ]
         if changes:
             raise HandedOver(
                 f"{call} changed what the controller handed it, which the controller keeps using "
@@ -176,3 +186,13 @@ def _difference(was: list[Any], now: list[Any]) -> str:
     at = next(i for i, (a, b) in enumerate(zip(was, now)) if a != b)
     changed = sum(a != b for a, b in zip(was, now))
     return f"{changed} of {len(was)} items changed, the first at {at}: {was[at]!r} became {now[at]!r}"
+
+
+def _same(now: Any, was: Any) -> bool:
+    """Whether a rebound field still holds what it held (the same object, or an equal value)."""
+    if now is was:
+        return True
+    if isinstance(now, torch.Tensor) or isinstance(was, torch.Tensor):
+        both = isinstance(now, torch.Tensor) and isinstance(was, torch.Tensor)
+        return both and now.shape == was.shape and bool(torch.equal(now, was))
+    return bool(now == was)

@@ -31,7 +31,7 @@ class Recorder:
     def batch_set_v2(self, transfers: list[PoolTransfer], extra_info: Any = None) -> dict[str, list[bool]]:
         self.received.append((transfers, extra_info))
         self.then(transfers, extra_info)
-        return {str(t.name): [True] for t in transfers}
+        return {str(t.name): [True] * len(t.keys or []) for t in transfers}
 
     def batch_exists(self, keys: list[str], extra_info: Any = None) -> int:
         self.received.append((keys, extra_info))
@@ -103,6 +103,10 @@ def _rename_a_transfer_key(transfers: Any, extra: Any) -> None:
     transfers[0].keys[0] = "renamed"
 
 
+def _trim_a_transfers_keys(transfers: Any, extra: Any) -> None:
+    transfers[0].keys = transfers[0].keys[1:]
+
+
 @pytest.mark.parametrize(
     ("call", "change", "named"),
     [
@@ -111,6 +115,7 @@ def _rename_a_transfer_key(transfers: Any, extra: Any) -> None:
         ("batch_get_v1", _write_outside_the_view, "host_indices"),
         ("batch_exists", _extend_prefix, "extra_info.prefix_keys"),
         ("batch_set_v2", _rename_a_transfer_key, "pool kv's keys"),
+        ("batch_set_v2", _trim_a_transfers_keys, "pool kv's keys was replaced"),
     ],
 )
 def test_a_change_to_anything_handed_over_fails_the_call_and_names_it(
@@ -122,7 +127,7 @@ def test_a_change_to_anything_handed_over_fails_the_call_and_names_it(
         "batch_exists": lambda: calls.batch_exists(["a", "b"], extra),
         "batch_get_v1": lambda: calls.batch_get_v1(["a", "b"], slots(3, 6), extra),
         "batch_set_v2": lambda: calls.batch_set_v2(
-            [PoolTransfer(name=PoolName.KV, host_indices=slots(1), keys=["a"])], extra
+            [PoolTransfer(name=PoolName.KV, host_indices=slots(1, 2), keys=["a", "b"])], extra
         ),
     }
     with pytest.raises(HandedOver, match=f"{call} changed .*{named}"):

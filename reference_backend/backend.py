@@ -51,7 +51,7 @@ from reference_backend.log import Layout, SegmentLog, Stamp
 from reference_backend.naming import family_digest, tenant_name
 from reference_backend.plan import BatchPlanner, Item, by_pool
 from reference_backend.pools import Pool
-from reference_backend.staging import checksum, gather, intact, place, scatter
+from reference_backend.staging import checksum, clear_tail, gather, intact, place, scatter
 from reference_backend.transfer import Lane, SegmentFiles, all_or_each, cut, overlapped, pipelined
 
 KV = str(PoolName.KV)
@@ -172,6 +172,7 @@ class NixlBackend:
             if writing:
                 for item in group:
                     gather(item)
+                clear_tail(group)
 
     def transfer(self, lane: Lane, op: str, items: list[Item]) -> bool:
         """Stage and move located items in one NIXL transfer; True when every byte moved. A write

@@ -34,7 +34,9 @@ class Staging:
             return held[0]
         if held is not None:
             self.agent.deregister_memory(held[1])
-        buf = aligned_empty((max(nbytes, 2 * (held[0].numel() if held else 0)),), torch.uint8)
+        # zeroed: a record's padding (between regions, and up to the block a write rounds up to)
+        # is written from this buffer, and must never carry whatever the allocator left in it
+        buf = aligned_empty((max(nbytes, 2 * (held[0].numel() if held else 0)),), torch.uint8).zero_()
         reg = self.agent.register_memory([(buf.data_ptr(), buf.numel(), 0, "")], "DRAM")
         self.held[pool] = (buf, reg)
         return buf
@@ -55,6 +57,16 @@ def place(staging: Staging, group: list[Item], slot: int, lead: int = 0) -> None
     for n, item in enumerate(group):
         item.slot = base + n * slot + lead
         item.regions = regions[n * per_page : (n + 1) * per_page]
+
+
+def clear_tail(group: list[Item]) -> None:
+    """Zero a staged write's bytes from its last record to the block boundary the write rounds up
+    to: they may hold a page of an earlier, larger batch, which has no place in this extent."""
+    pool = group[0].pool
+    if pool.zero_copy:
+        return
+    end = group[-1].slot + pool.layout.size
+    ctypes.memset(end, 0, pad(end - group[0].slot, BLOCK) - (end - group[0].slot))
 
 
 def payload(item: Item) -> list[tuple[int, int]]:

@@ -12,9 +12,11 @@ import torch
 from conformance.hostpools import MISALIGNMENT, MHAHostPool, MultiRegionHostPool
 from conformance.interface import HiCacheStorageConfig, PoolHitPolicy, PoolName, PoolTransfer
 from conformance.oracle import expected_exists_v2
+from reference_backend import staging
 from reference_backend.backend import NixlBackend
 from reference_backend.config import BackendConfig
 from reference_backend.descriptors import file_rows
+from reference_backend.interface import aligned_empty
 from reference_backend.log import (
     FOLDER,
     HAS_SUM,
@@ -165,6 +167,33 @@ def test_a_staged_pools_records_move_as_one_run_of_whole_blocks(make) -> None:
     dram, file = file_rows(items, writing=True)
     assert [tuple(r) for r in file.tolist()] == [(4096, 4096, 99)]
     assert dram.tolist()[0][1] == 4096
+
+
+def test_a_staged_write_carries_no_byte_but_its_pages(make, tmp_path: Path, monkeypatch) -> None:
+    """Region padding and the block a write rounds up to are zeros in the file, whatever the
+    allocator left in the staging buffer and whatever a larger batch staged before."""
+
+    def poisoned(shape, dtype, misalign=0, alignment=4096):
+        return aligned_empty(shape, dtype, misalign, alignment).fill_(0xA5)
+
+    monkeypatch.setattr(staging, "aligned_empty", poisoned)
+    swa = side_pool(MISALIGNMENT)
+    backend = make(True, swa=swa)
+    assert backend.transfer_mode(PoolName.SWA) == "staged"
+    layout = backend.planner.pools["swa"].layout
+    ends = [(off + size, off + pad(size)) for off, size in zip(layout.offsets, layout.region_sizes)]
+    assert any(a < b for a, b in ends), "the pool's regions are padded"
+    for keys in (list("abcd"), ["e"]):  # the second batch's block holds three of the first's slots
+        transfer = PoolTransfer(name=PoolName.SWA, host_indices=indices(swa, range(len(keys))), keys=keys)
+        assert backend.batch_set_v2([transfer])["swa"] == [True] * len(keys)
+    digests = [backend.digest("swa", k) for k in "abcde"]
+    for key, loc in zip("abcde", backend.log.locate(digests)):
+        assert loc is not None
+        with open(loc.segment.path, "rb") as f:
+            f.seek(loc.offset)
+            record = f.read(pad(loc.size, BLOCK) if key == "e" else loc.size)
+        gaps = [record[a:b] for a, b in ends] + [record[loc.size :]]
+        assert all(gap == bytes(len(gap)) for gap in gaps), f"record {key!r} carries stray bytes"
 
 
 def segments(root: Path) -> list[Path]:

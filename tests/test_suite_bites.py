@@ -217,6 +217,11 @@ BROKEN = [
         "test_controller_handover",
         "test_a_call_leaves_the_keys_indices_and_prefix_keys_it_was_handed_as_they_were",
     ),
+    (
+        "write_behind",
+        "test_controller_handover",
+        "test_a_store_has_read_every_page_it_stores_when_it_returns",
+    ),
 ]
 
 # Properties checked over a fixed table rather than drawn by hypothesis: no example to shrink.

@@ -22,7 +22,7 @@ from conformance.geometry import ModelGeometry
 from conformance.interface import HiCacheStorageExtraInfo, PoolName, PoolTransfer, page_span, slot_count
 from conformance.rig import Rig, Target
 from conformance.strategies import payload_seeds, render_page
-from conformance.suite._common import GEOMETRIES, ids
+from conformance.suite._common import GEOMETRIES, ids, kv_layouts, misaligns
 
 PAGES = 8
 """Host pages per pool: an operation of up to half of them, loaded into the other half."""
@@ -152,3 +152,40 @@ def test_a_call_leaves_the_keys_indices_and_prefix_keys_it_was_handed_as_they_we
             if queried:
                 rig.backend.batch_exists_v2(rest, [spec.exists_transfer(rest) for spec in queried], extra)
         Operation(rig, list(range(count, 2 * count))).move(keys, cut, load, rig.backend.batch_get_v2)
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
+@given(seed=payload_seeds, count=st.integers(1, PAGES // 2), layout=kv_layouts, misalign=misaligns)
+def test_a_store_has_read_every_page_it_stores_when_it_returns(
+    hicache_target: Target, geometry: ModelGeometry, seed: int, count: int, layout: str, misalign: int
+) -> None:
+    """Host pages overwritten the moment a store returns leave what it stored as it was.
+
+    Once a backup returns, the controller may evict its host pages and hand the slots to other
+    data. A backend that copies them later (a write-behind queue, a transfer still in flight)
+    stores whatever the slots hold by then. Each pool's pages are overwritten as soon as its store
+    returns, then every page is loaded into other slots.
+    """
+    hicache_target.require("stores_bytes", "the property compares the bytes of every page")
+    hicache_target.require_layout(layout)
+    keys = [f"returned-{i}" for i in range(count)]
+    with (
+        hicache_target.storage() as storage,
+        Rig(hicache_target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig,
+    ):
+        stored: dict[PoolName, list[bytes]] = {}
+        for n, name in enumerate(rig.pools):
+            pool = rig.pool(name)
+            stored[name] = [render_page(pool, seed, 3, salt=100 * n + i) for i in range(count)]
+            later = [render_page(pool, seed, 5, salt=100 * n + 50 + i) for i in range(count)]
+            for page, payload in enumerate(stored[name]):
+                rig.put(name, page, payload)
+            assert rig.set(name, keys, range(count)) == [True] * count, f"{name} store"
+            for page, payload in enumerate(later):
+                rig.put(name, page, payload)
+        for name, pages in stored.items():
+            assert rig.get(name, keys, range(count, 2 * count)) == [True] * count, f"{name} load"
+            for i, payload in enumerate(pages):
+                rig.expect(
+                    name, count + i, payload, f"key {keys[i]}, its host page overwritten after the store"
+                )

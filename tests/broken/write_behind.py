@@ -1,0 +1,36 @@
+"""Defect: a store queues its pages and returns True; a writer thread copies them out of host
+memory a little later, as a write-behind cache does. The controller may reuse those host slots as
+soon as the backup returns, so what gets stored is whatever they hold by then."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from conformance.capabilities import BackendSpec
+from conformance.memory_backend import CAPABILITIES, MemoryBackend
+
+DELAY_S = 0.05
+"""How long a queued page waits for the writer: far longer than a caller takes to reuse its slots."""
+
+
+class WriteBehindBackend(MemoryBackend):
+    def _set(self, pool_name: str, keys: Any, host_indices: Any) -> list[bool]:
+        pool = self.registered_pools.get(pool_name)
+        starts = None if pool is None else self.starts(pool, keys, host_indices)
+        if starts is None:
+            return [False] * (len(keys) if isinstance(keys, list) else 0)
+
+        def write_later() -> None:
+            time.sleep(DELAY_S)
+            pages = [self.capture(pool, s) for s in starts]
+            with self._lock:
+                for key, page in zip(keys, pages):
+                    self._store[self.object_name(pool_name, key)] = page
+
+        threading.Thread(target=write_later, daemon=True).start()
+        return [True] * len(keys)
+
+
+SPEC = BackendSpec("broken-write-behind", WriteBehindBackend, CAPABILITIES)

@@ -2,10 +2,11 @@
 
 SGLang's cache controller cuts a prefetch or a backup into batches by slicing one index tensor
 for the whole operation, hands the KV-derived pools (the DSA indexer) KV's very slice, and keeps
-using the slots, the keys and ``prefix_keys`` after each call. Every call of every property
-goes through :class:`conformance.caller.ControllerCalls`, which hands index tensors as views at a
-storage offset and fails a call that changes anything it was handed; the properties here make
-each kind of call the way the controller makes it.
+using the slots, the keys, ``prefix_keys`` and its transfers after each call; once a backup
+returns, it may give the host pages to other data. Every call of every property goes through
+:class:`conformance.caller.ControllerCalls`, which hands index tensors as views at a storage
+offset and fails a call that changes anything it was handed; the properties here make each kind
+of call the way the controller makes it, and overwrite host pages the moment a store returns.
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def test_batches_sliced_from_one_operation_store_and_load_each_pages_own_bytes(
 def test_a_call_leaves_the_keys_indices_and_prefix_keys_it_was_handed_as_they_were(
     hicache_target: Target, geometry: ModelGeometry, count: int, data: st.DataObject
 ) -> None:
-    """No call changes a key, a slot (in its view or around it) or a prefix key it was handed.
+    """No call changes a key, a slot (in or around its view), a prefix key or a transfer it was handed.
 
     A backup, both exists calls over the span from each batch on, and a prefetch, each with the
     prefix keys the controller passes; the rig's :class:`~conformance.caller.ControllerCalls`

@@ -1,6 +1,6 @@
 """Defect: the backend extends ``extra_info.prefix_keys`` with the batch's keys to track its chain.
-The controller builds the next batch's prefix from that same list, so every later batch carries
-its own keys twice in its prefix."""
+The controller builds the next batch's prefix from that same list (``prefix_keys + batch_hashes``),
+so every later batch's prefix carries an earlier batch's keys twice."""
 
 from __future__ import annotations
 

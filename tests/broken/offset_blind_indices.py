@@ -12,12 +12,17 @@ from conformance.capabilities import BackendSpec
 from conformance.memory_backend import CAPABILITIES, MemoryBackend
 
 
+def from_storage_start(host_indices: Any) -> Any:
+    """A 1-D index tensor as the defect reads it: its length, from its storage's first element."""
+    if not isinstance(host_indices, torch.Tensor) or host_indices.dim() != 1:
+        return host_indices
+    blind = torch.empty(0, dtype=host_indices.dtype)
+    return blind.set_(host_indices.untyped_storage(), 0, host_indices.shape, (1,))
+
+
 class OffsetBlindIndicesBackend(MemoryBackend):
     def starts(self, pool: Any, keys: Any, host_indices: Any) -> list[int] | None:
-        if isinstance(host_indices, torch.Tensor) and host_indices.dim() == 1:
-            from_storage = torch.empty(0, dtype=host_indices.dtype)
-            host_indices = from_storage.set_(host_indices.untyped_storage(), 0, host_indices.shape, (1,))
-        return super().starts(pool, keys, host_indices)
+        return super().starts(pool, keys, from_storage_start(host_indices))
 
 
 SPEC = BackendSpec("broken-offset-blind-indices", OffsetBlindIndicesBackend, CAPABILITIES)

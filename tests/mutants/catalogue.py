@@ -33,6 +33,7 @@ from reference_backend.transfer import Lane
 from tests.broken import (
     in_place_writes,
     lenient_config,
+    offset_blind_indices,
     partial_family_eviction,
     per_process_budget,
     size_blind_exists,
@@ -121,10 +122,7 @@ class _PhysicalPageSpan(BatchPlanner):
 
 class _OffsetBlindIndices(BatchPlanner):
     def plan(self, name: str, keys: Any, host_indices: Any) -> list[Item] | None:
-        if isinstance(host_indices, torch.Tensor) and host_indices.dim() == 1:
-            start = torch.empty(0, dtype=host_indices.dtype)
-            host_indices = start.set_(host_indices.untyped_storage(), 0, host_indices.shape, (1,))
-        return super().plan(name, keys, host_indices)
+        return super().plan(name, keys, offset_blind_indices.from_storage_start(host_indices))
 
 
 class _PerRankMlaNames(BatchPlanner):

@@ -251,21 +251,22 @@ class Rig:
             self.target.require("v1_kv", "KV moves through the legacy generic calls only")
         return caps.v1_kv
 
-    def set_at(self, name: PoolName, keys: Any, host_indices: Any) -> Any:
-        """The backend's own answer to a store, through v1 for KV (when claimed) and v2 otherwise.
+    def set_at(self, name: PoolName, keys: Any, host_indices: Any, *extra_info: Any) -> Any:
+        """The backend's own answer to a store, through v1 for KV (when claimed) and v2 otherwise,
+        with ``extra_info`` where one is given.
 
         Nothing is checked or converted, so malformed keys and indices reach the backend as given.
         """
         if name is PoolName.KV and self._kv_through_v1():
-            return self.backend.batch_set_v1(keys, host_indices)
+            return self.backend.batch_set_v1(keys, host_indices, *extra_info)
         transfer = PoolTransfer(name=name, host_indices=host_indices, keys=keys)
-        return self.backend.batch_set_v2([transfer]).get(str(name))
+        return self.backend.batch_set_v2([transfer], *extra_info).get(str(name))
 
-    def get_at(self, name: PoolName, keys: Any, host_indices: Any) -> Any:
+    def get_at(self, name: PoolName, keys: Any, host_indices: Any, *extra_info: Any) -> Any:
         if name is PoolName.KV and self._kv_through_v1():
-            return self.backend.batch_get_v1(keys, host_indices)
+            return self.backend.batch_get_v1(keys, host_indices, *extra_info)
         transfer = PoolTransfer(name=name, host_indices=host_indices, keys=keys)
-        return self.backend.batch_get_v2([transfer]).get(str(name))
+        return self.backend.batch_get_v2([transfer], *extra_info).get(str(name))
 
     def generic_set(self, keys: Sequence[str], pages: Sequence[int]) -> Any:
         """The controller's legacy store (``_generic_page_set``): flat KV data pages to ``batch_set``."""

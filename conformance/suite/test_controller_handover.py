@@ -66,14 +66,15 @@ class Operation:
         kv_call: Callable[..., Any],
         side_call: Callable[..., Any],
     ) -> None:
-        """Every batch: KV through ``kv_call``, then the side pools in one ``side_call``, each told
-        the keys of the batches before it, as the controller tells them."""
+        """Every batch: KV through ``kv_call`` (the rig's ``set_at`` or ``get_at``: v1 where
+        claimed), then the side pools in one ``side_call``, each told the keys of the batches
+        before it, as the controller tells them."""
         side = [name for name in self.rig.pools if name is not PoolName.KV]
         for batch in batches:
             own = keys[batch[0] : batch[1]]
             extra = HiCacheStorageExtraInfo(prefix_keys=keys[: batch[0]])
             kv = self.slot_view(PoolName.KV, batch)
-            assert list(kv_call(own, kv, extra)) == [True] * len(own), f"KV batch {batch}"
+            assert list(kv_call(PoolName.KV, own, kv, extra)) == [True] * len(own), f"KV batch {batch}"
             if side:
                 transfers = [
                     PoolTransfer(name=n, host_indices=self.slot_view(n, batch), keys=own) for n in side
@@ -81,23 +82,6 @@ class Operation:
                 done = side_call(transfers, extra)
                 for name in side:
                     assert list(done[str(name)]) == [True] * len(own), f"{name} batch {batch}"
-
-
-def _kv_calls(rig: Rig) -> tuple[Callable[..., Any], Callable[..., Any]]:
-    """(store, load) of KV as the backend takes it: v1 where claimed, else beside the side pools."""
-    backend = rig.backend
-    if rig.target.caps.v1_kv:
-        return backend.batch_set_v1, backend.batch_get_v1
-    rig.target.require("kv_through_v2", "KV moves through neither v1 nor v2")
-
-    def through_v2(method: Callable[..., Any]) -> Callable[..., Any]:
-        def call(keys: list[str], indices: torch.Tensor, extra: HiCacheStorageExtraInfo) -> list[bool]:
-            transfer = PoolTransfer(name=PoolName.KV, host_indices=indices, keys=keys)
-            return list(method([transfer], extra)[str(PoolName.KV)])
-
-        return call
-
-    return through_v2(backend.batch_set_v2), through_v2(backend.batch_get_v2)
 
 
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
@@ -122,9 +106,8 @@ def test_batches_sliced_from_one_operation_store_and_load_each_pages_own_bytes(
         for name, pages in written.items():
             for page, payload in enumerate(pages):
                 rig.put(name, page, payload)
-        store, load = _kv_calls(rig)
-        Operation(rig, list(range(count))).move(keys, cut, store, rig.backend.batch_set_v2)
-        Operation(rig, list(into)).move(keys, cut, load, rig.backend.batch_get_v2)
+        Operation(rig, list(range(count))).move(keys, cut, rig.set_at, rig.backend.batch_set_v2)
+        Operation(rig, list(into)).move(keys, cut, rig.get_at, rig.backend.batch_get_v2)
         for name, pages in written.items():
             for i, payload in enumerate(pages):
                 rig.expect(name, into[i], payload, f"key {keys[i]}, batches {cut}")
@@ -144,15 +127,14 @@ def test_a_call_leaves_the_keys_indices_and_prefix_keys_it_was_handed_as_they_we
     keys = [f"handed-{i}" for i in range(count)]
     cut = data.draw(batches_of(count), label="batches")
     with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=PAGES) as rig:
-        store, load = _kv_calls(rig)
-        Operation(rig, list(range(count))).move(keys, cut, store, rig.backend.batch_set_v2)
+        Operation(rig, list(range(count))).move(keys, cut, rig.set_at, rig.backend.batch_set_v2)
         queried = hicache_target.queryable_pools(geometry)
         for start, _ in cut:
             rest, extra = keys[start:], HiCacheStorageExtraInfo(prefix_keys=keys[:start])
             assert rig.backend.batch_exists(rest, extra) == len(rest)
             if queried:
                 rig.backend.batch_exists_v2(rest, [spec.exists_transfer(rest) for spec in queried], extra)
-        Operation(rig, list(range(count, 2 * count))).move(keys, cut, load, rig.backend.batch_get_v2)
+        Operation(rig, list(range(count, 2 * count))).move(keys, cut, rig.get_at, rig.backend.batch_get_v2)
 
 
 @pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))

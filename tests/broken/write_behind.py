@@ -18,16 +18,12 @@ DELAY_S = 0.05
 class WriteBehindBackend(MemoryBackend):
     def _set(self, pool_name: str, keys: Any, host_indices: Any) -> list[bool]:
         pool = self.registered_pools.get(pool_name)
-        starts = None if pool is None else self.starts(pool, keys, host_indices)
-        if starts is None:
+        if pool is None or self.starts(pool, keys, host_indices) is None:
             return [False] * (len(keys) if isinstance(keys, list) else 0)
 
         def write_later() -> None:
             time.sleep(DELAY_S)
-            pages = [self.capture(pool, s) for s in starts]
-            with self._lock:
-                for key, page in zip(keys, pages):
-                    self._store[self.object_name(pool_name, key)] = page
+            MemoryBackend._set(self, pool_name, keys, host_indices)
 
         threading.Thread(target=write_later, daemon=True).start()
         return [True] * len(keys)

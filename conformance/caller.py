@@ -23,6 +23,8 @@ from typing import Any, NamedTuple
 
 import torch
 
+from conformance.interface import PoolName
+
 PARAMETERS = {
     "batch_set_v1": ("keys", "host_indices", "extra_info"),
     "batch_get_v1": ("keys", "host_indices", "extra_info"),
@@ -38,7 +40,6 @@ PARAMETERS = {
 else reaches the backend untouched."""
 V1 = {"batch_set_v1", "batch_get_v1"}
 """Calls whose one index tensor addresses the KV pool."""
-KV = "kv"
 
 
 class PoolSlots(NamedTuple):
@@ -107,7 +108,7 @@ class Handover:
     def hand(self, what: str, value: Any) -> Any:
         """``value`` as the controller hands it, recorded."""
         if isinstance(value, torch.Tensor) and self.v1:
-            return self.sliced(KV, f"{what} (host_indices)", value)
+            return self.sliced(str(PoolName.KV), f"{what} (host_indices)", value)
         if isinstance(value, list):
             if value and all(dataclasses.is_dataclass(t) and hasattr(t, "host_indices") for t in value):
                 return [self.transfer(what, t) for t in value]

@@ -121,3 +121,21 @@ def test_a_metered_step_is_charged_its_own_time_and_not_its_nested_steps() -> No
     assert spent["log"] == pytest.approx(0.15) and spent["nixl"] == pytest.approx(0.3)
     assert spent["other"] == pytest.approx(1.0 - 0.45)
     assert meter.take(total_ns=0)["log"] == 0, "take starts the next call from zero"
+
+
+def test_a_step_on_the_helper_thread_is_charged_beside_the_call_and_waiting_for_it_within() -> None:
+    """A batch checks pages on a helper thread: its steps are time beside the call (``helper``),
+    never subtracted from the calling thread's phases, and blocking on its result is ``waiting``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.benchmarks.phases import Meter, meter_waits
+
+    meter = Meter()
+    check = meter.timed("checksum", lambda: time.sleep(0.02))
+    with ThreadPoolExecutor(1) as pool:
+        started = time.perf_counter_ns()
+        meter_waits(meter, pool).submit(check).result()
+        spent = meter.take(total_ns=time.perf_counter_ns() - started)
+    assert spent["checksum"] == 0, "the helper's checksum is not the calling thread's"
+    assert spent["helper"] >= 20_000 and spent["waiting"] >= 20_000
+    assert spent["other"] < spent["waiting"], "the wait is charged, not left in the rest"

@@ -49,8 +49,12 @@ class Plan:
     mixed: tuple[tuple[str, int], ...]
     mixed_modes: tuple[tuple[str, str], ...]
     rounds_mixed: int
+    phases: dict[str, tuple[int, ...]]
+    """Per workload, the batches whose calls are split by step (``tests.benchmarks.phases``)."""
     phase_calls: int
-    """One-page calls per op and mode whose time is split by step (``tests.benchmarks.phases``)."""
+    """One-page calls per op and mode split by step."""
+    phase_batch_calls: int
+    """Calls of a batch per op and mode split by step."""
 
 
 FULL = Plan(
@@ -63,7 +67,9 @@ FULL = Plan(
     mixed=((SCALED_HYBRID.name, 64), (REAL[0].name, 32)),
     mixed_modes=(("buffered", "aio"), ("direct", "aio")),
     rounds_mixed=9,
+    phases={SCALED_HYBRID.name: (1, 64), **{w.name: (64,) for w in REAL}},
     phase_calls=200,
+    phase_batch_calls=15,
 )
 QUICK = Plan(
     modes=(("buffered", "aio"), ("direct", "aio")),
@@ -75,7 +81,9 @@ QUICK = Plan(
     mixed=((SCALED_HYBRID.name, 8),),
     mixed_modes=(("buffered", "aio"),),
     rounds_mixed=3,
+    phases={SCALED_HYBRID.name: (1, 8)},
     phase_calls=10,
+    phase_batch_calls=3,
 )
 
 
@@ -181,9 +189,11 @@ def calls_per_round(plan: Plan, op: str, batch: int) -> int:
     return plan.one_page_calls if batch == 1 and op != "get-cold" else 1
 
 
-def measure_phases(workload: Workload, mode: str, queue: str, plan: Plan, root: Path) -> list[dict[str, Any]]:
-    """Ours' one-page calls of every op in one mode, split by step."""
-    pools = workload.build(1, upstream=False)
+def measure_phases(
+    workload: Workload, mode: str, queue: str, batches: tuple[int, ...], plan: Plan, root: Path
+) -> list[dict[str, Any]]:
+    """Ours' calls of every op and batch of one workload in one mode, split by step."""
+    pools = workload.build(max(batches), upstream=False)
     rig = Rig(workload, pools, root / f"phases-{workload.name}-{mode}-{queue}", mode, queue)
     try:
         return [
@@ -191,11 +201,20 @@ def measure_phases(workload: Workload, mode: str, queue: str, plan: Plan, root: 
                 "workload": workload.name,
                 "mode": mode,
                 "queue": queue,
-                **breakdown(rig, op, plan.phase_calls, calls_per_round(plan, op, 1)),
+                **breakdown(
+                    rig,
+                    op,
+                    batch,
+                    plan.phase_calls if batch == 1 else plan.phase_batch_calls,
+                    calls_per_round(plan, op, batch),
+                ),
             }
-            for op in ops_for(mode, 1)
+            for batch in batches
+            for op in ops_for(mode, batch)
         ]
     finally:
+        del pools
+        gc.collect()
         shutil.rmtree(rig.root, ignore_errors=True)
 
 
@@ -278,10 +297,11 @@ def run(plan: Plan, root: Path) -> dict[str, Any]:
             mixes.append(row)
             print(report.one_line_mixed(row), flush=True)
     phases = []
-    for mode, queue in plan.modes:
-        for row in measure_phases(SCALED_HYBRID, mode, queue, plan, root):
-            phases.append(row)
-            print(report.one_line_phases(row), flush=True)
+    for name, batches in plan.phases.items():
+        for mode, queue in plan.modes:
+            for row in measure_phases(workloads[name], mode, queue, batches, plan, root):
+                phases.append(row)
+                print(report.one_line_phases(row), flush=True)
     env["load_after"] = [round(x, 1) for x in os.getloadavg()]
     env["seconds"] = round(time.perf_counter() - started, 1)
     return {
@@ -320,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
                 plan,
                 batches={k: v for k, v in plan.batches.items() if k in args.only},
                 mixed=tuple(m for m in plan.mixed if m[0] in args.only),
+                phases={k: v for k, v in plan.phases.items() if k in args.only},
             )
         data = run(plan, root)
     (args.out / "bench.json").write_text(json.dumps(data, indent=1))

@@ -2,15 +2,17 @@
 
 SGLang's cache controller cuts a prefetch or a backup into batches by slicing one index tensor
 for the whole operation, hands the KV-derived pools (the DSA indexer) KV's very slice, and keeps
-using the slots, the keys, ``prefix_keys`` and its transfers after each call; once a backup
-returns, it may give the host pages to other data. Every call of every property goes through
-:class:`conformance.caller.ControllerCalls`, which hands index tensors as views at a storage
-offset and fails a call that changes anything it was handed; the properties here make each kind
-of call the way the controller makes it, and overwrite host pages the moment a store returns.
+using the slots, the keys, ``prefix_keys`` and its transfers after each call; once a backup or a
+prefetch returns, its host pages are the controller's again, to keep or to give to other data.
+Every call of every property goes through :class:`conformance.caller.ControllerCalls`, which hands
+index tensors as views at a storage offset and fails a call that changes anything it was handed;
+the properties here make each kind of call the way the controller makes it, and overwrite host
+pages the moment a store or a load returns.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +29,10 @@ from conformance.suite._common import GEOMETRIES, ids, kv_layouts, misaligns
 
 PAGES = 8
 """Host pages per pool: an operation of up to half of them, loaded into the other half."""
+
+SETTLE_S = 0.05
+"""How long a load's host pages are watched once the caller has overwritten them: a transfer the
+backend left in flight lands within it (NIXL's and the kernel's take milliseconds)."""
 
 Batch = tuple[int, int]
 """Pages ``[start, end)`` of an operation."""
@@ -172,3 +178,56 @@ def test_a_store_has_read_every_page_it_stores_when_it_returns(
                 rig.expect(
                     name, count + i, payload, f"key {keys[i]}, its host page overwritten after the store"
                 )
+
+
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
+@given(
+    seed=payload_seeds,
+    count=st.integers(1, 3),
+    missing=st.integers(0, 2),
+    layout=kv_layouts,
+    misalign=misaligns,
+)
+def test_a_load_writes_no_host_page_once_it_returns(
+    hicache_target: Target,
+    geometry: ModelGeometry,
+    seed: int,
+    count: int,
+    missing: int,
+    layout: str,
+    misalign: int,
+) -> None:
+    """Host pages overwritten the moment a load returns keep what the caller put there.
+
+    Once a prefetch returns, the controller keeps the pages it loaded and frees the others for
+    other data. A backend that lets a read land after returning (a transfer it stopped waiting
+    for and never cancelled, a retry's abandoned first attempt) writes into pages that are no
+    longer its own. Each pool loads stored pages and a tail of keys never stored; the moment its
+    load returns, every page it was handed is overwritten, and after the others have loaded and a
+    settling pause, each must still hold what was put there.
+    """
+    hicache_target.require("stores_bytes", "a load must have bytes to land")
+    hicache_target.require_layout(layout)
+    stored_keys = [f"landed-{i}" for i in range(count)]
+    keys = stored_keys + [f"never-stored-{i}" for i in range(missing)]
+    into = range(count, 2 * count + missing)
+    with (
+        hicache_target.storage() as storage,
+        Rig(hicache_target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig,
+    ):
+        put_after: dict[PoolName, list[bytes]] = {}
+        for n, name in enumerate(rig.pools):
+            pool = rig.pool(name)
+            for page in range(count):
+                rig.put(name, page, render_page(pool, seed, 3, salt=100 * n + page))
+            assert rig.set(name, stored_keys, range(count)) == [True] * count, f"{name} store"
+        for n, name in enumerate(rig.pools):
+            pool = rig.pool(name)
+            put_after[name] = [render_page(pool, seed, 5, salt=100 * n + 50 + i) for i in range(len(into))]
+            rig.get(name, keys, into)
+            for page, payload in zip(into, put_after[name]):
+                rig.put(name, page, payload)
+        time.sleep(SETTLE_S)
+        for name, payloads in put_after.items():
+            for key, page, payload in zip(keys, into, payloads):
+                rig.expect(name, page, payload, f"key {key}'s host page, overwritten once the load returned")

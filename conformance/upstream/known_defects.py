@@ -12,6 +12,7 @@ HANDOVER_PROPERTIES = (
     "test_batches_sliced_from_one_operation_store_and_load_each_pages_own_bytes",
     "test_a_call_leaves_the_keys_indices_and_prefix_keys_it_was_handed_as_they_were",
     "test_a_store_has_read_every_page_it_stores_when_it_returns",
+    "test_a_load_writes_no_host_page_once_it_returns",
 )
 """The controller-handover family: each makes the controller's calls, so it meets whatever
 defect stops a backend's first store of a geometry."""
@@ -264,6 +265,7 @@ SGLANG_NIXL_DEFECTS: dict[str, str] = {
             "test_entries_in_one_pool_are_invisible_to_another_pools_exists",
             "test_get_never_touches_host_memory_outside_its_target_slots",
             "test_a_store_has_read_every_page_it_stores_when_it_returns",
+            "test_a_load_writes_no_host_page_once_it_returns",
         )
     },
     "test_batch_exists_v2_follows_every_pools_hit_policy[lfm2_conv]": COMPONENTS_MISCOUNTED,

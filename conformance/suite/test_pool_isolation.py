@@ -1,16 +1,22 @@
-"""Pools sharing keys stay apart, and a get writes only where it was told to.
+"""Pools sharing keys stay apart, a get writes only where it was told to, and a store keeps only
+what it was handed.
 
 Hybrid models store several pools under the same page hashes. A backend that drops the pool from
 its object names, shares a staging buffer between pools, or scatters a page into the wrong slots
-corrupts a neighbour silently. The ranks of a deployment share a store the same way: another
-pipeline stage, CP rank, DCP shard or (for sharded state) TP rank never sees this rank's entries.
+corrupts a neighbour silently. One that reads past a page when it stores it puts other requests'
+KV on disk, where no read-back shows it. The ranks of a deployment share a store the same way:
+another pipeline stage, CP rank, DCP shard or (for sharded state) TP rank never sees this rank's
+entries.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
+import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -31,6 +37,9 @@ from conformance.suite._common import (
 )
 
 PAGES = 6
+UNHANDED = bytes.fromhex("5ac317e9813fd26b")
+"""What every host byte a store is not handed holds: a run of 23 bytes or more of it, copied
+anywhere, contains 16 consecutive bytes of it at one of its 8 phases."""
 
 
 def _all_pools(rig: Rig) -> list[PoolName]:
@@ -46,6 +55,33 @@ def _store_everything(rig: Rig, keys: list[str], seed: int, salt: int) -> dict[P
             rig.put(name, page, data)
         assert rig.set(name, keys, range(len(keys))) == [True] * len(keys)
     return written
+
+
+def _paint_unhanded(rig: Rig) -> None:
+    """Every byte of every pool's memory, padding included, to the repeating ``UNHANDED``."""
+    for name in _all_pools(rig):
+        for buf in rig.pool(name).backing():
+            raw = buf.view(torch.uint8).reshape(-1)
+            if not raw.numel():
+                continue
+            pattern = (UNHANDED * (raw.numel() // len(UNHANDED) + 1))[: raw.numel()]
+            raw.copy_(torch.frombuffer(bytearray(pattern), dtype=torch.uint8))
+
+
+def _unhanded_in_files(folder: Path) -> list[str]:
+    """Where a file under ``folder`` holds 16 consecutive bytes of ``UNHANDED`` (any phase), as
+    ``file@offset``, the first such run of each file."""
+    probes = [(UNHANDED * 3)[phase : phase + 16] for phase in range(len(UNHANDED))]
+    found = []
+    for parent, _, names in os.walk(folder):
+        for name in names:
+            path = Path(parent, name)
+            if path.is_file() and not path.is_symlink():
+                data = path.read_bytes()
+                at = min((i for i in (data.find(p) for p in probes) if i >= 0), default=-1)
+                if at >= 0:
+                    found.append(f"{path.relative_to(folder)}@{at}")
+    return found
 
 
 def writer_shapes(target: Target, geometry: ModelGeometry) -> st.SearchStrategy[Shape]:
@@ -228,3 +264,40 @@ def test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share(
             assert got == [False] * count, (
                 f"{name} get at {b.label()} returned {got} for keys {a.label()} stored"
             )
+
+
+@pytest.mark.hicache_requires("stores_files", reason="the suite reads what a store put in its files")
+@pytest.mark.parametrize("geometry", GEOMETRIES, ids=ids(GEOMETRIES))
+@given(seed=payload_seeds, layout=kv_layouts, misalign=misaligns, data=st.data())
+def test_a_store_puts_no_host_byte_it_was_not_handed_into_its_files(
+    hicache_target: Target,
+    geometry: ModelGeometry,
+    seed: int,
+    layout: str,
+    misalign: int,
+    data: st.DataObject,
+) -> None:
+    """No byte of host memory outside the pages a store was handed reaches the backend's files.
+
+    A store that reads past a page (a region length from another pool, a span rounded up to a
+    block, a neighbouring slot) persists another request's KV: a leak between requests and
+    tenants that no read-back shows, since the get copies back the page alone. Every byte of
+    every pool but the stored pages holds a pattern; once the backend is closed, no file holds a
+    run of it, whether each store succeeded or was refused.
+    """
+    hicache_target.require_layout(layout)
+    count = data.draw(st.integers(1, 3), label="pages")
+    pages = data.draw(st.permutations(range(PAGES)).map(lambda p: sorted(p[:count])), label="stored pages")
+    keys = [f"handed-{i}" for i in range(count)]
+    with hicache_target.storage() as storage:
+        with Rig(hicache_target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig:
+            _paint_unhanded(rig)
+            for n, name in enumerate(_all_pools(rig)):
+                pool = rig.pool(name)
+                for i, page in enumerate(pages):
+                    rig.put(name, page, render_page(pool, seed, 3, salt=n * 100 + i))
+                rig.set(name, keys, pages)  # stored or refused, no other byte may reach a file
+        leaked = _unhanded_in_files(storage)
+        assert not leaked, (
+            f"host bytes outside the stored pages {pages} (a run of the pattern they held) are in {leaked}"
+        )

@@ -97,9 +97,10 @@ class Capabilities:
     stores_files: bool = _claim(
         False,
         "entries live in regular files under the storage folder the factory is given. The suite "
-        "may make that folder read-only, and truncate or corrupt whatever files a write created "
-        "or changed (found by comparing the folder before and after it); it assumes nothing about "
-        "file names or counts, and other files (markers, indexes, locks) are left alone.",
+        "may make that folder read-only, read every file in it, and truncate or corrupt whatever "
+        "files a write created or changed (found by comparing the folder before and after it); it "
+        "assumes nothing about file names or counts, and other files (markers, indexes, locks) are "
+        "left alone.",
     )
     detects_corruption: bool = _claim(
         False,

@@ -63,5 +63,5 @@ class NeighbourReadingStore(MemoryBackend):
 SPEC = BackendSpec(
     "broken-neighbour-reading-store",
     NeighbourReadingStore,
-    dataclasses.replace(CAPABILITIES, stores_files=True, enumerates_objects=True),
+    dataclasses.replace(CAPABILITIES, stores_files=True),
 )

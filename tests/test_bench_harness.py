@@ -125,17 +125,26 @@ def test_a_metered_step_is_charged_its_own_time_and_not_its_nested_steps() -> No
 
 def test_a_step_on_the_helper_thread_is_charged_beside_the_call_and_waiting_for_it_within() -> None:
     """A batch checks pages on a helper thread: its steps are time beside the call (``helper``),
-    never subtracted from the calling thread's phases, and blocking on its result is ``waiting``."""
+    never the calling thread's phases, and blocking on its result is ``waiting``. The clock ticks
+    one nanosecond a reading, so each charge is exact whatever the threads' timing."""
+    import itertools
+    import threading
     from concurrent.futures import ThreadPoolExecutor
 
     from tests.benchmarks.phases import Meter, meter_waits
 
-    meter = Meter()
-    check = meter.timed("checksum", lambda: time.sleep(0.02))
+    ticks = itertools.count()
+    meter = Meter(clock=lambda: next(ticks))
+    helper = threading.Thread(target=meter.timed("checksum", lambda: None))
+    helper.start()
+    helper.join()
+    release = threading.Event()
     with ThreadPoolExecutor(1) as pool:
-        started = time.perf_counter_ns()
-        meter_waits(meter, pool).submit(check).result()
-        spent = meter.take(total_ns=time.perf_counter_ns() - started)
+        future = meter_waits(meter, pool).submit(release.wait)
+        release.set()
+        future.result()
+    spent = meter.take(total_ns=10)
     assert spent["checksum"] == 0, "the helper's checksum is not the calling thread's"
-    assert spent["helper"] >= 20_000 and spent["waiting"] >= 20_000
-    assert spent["other"] < spent["waiting"], "the wait is charged, not left in the rest"
+    assert spent["helper"] == pytest.approx(0.001), "the helper's step: two readings, one tick"
+    assert spent["waiting"] == pytest.approx(0.001), "the wait: two readings, one tick"
+    assert spent["other"] == pytest.approx(0.01 - 0.001), "the rest is the total less the wait"

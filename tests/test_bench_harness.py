@@ -98,6 +98,16 @@ def test_two_runs_agree_only_within_ten_percent() -> None:
     assert (agree, total) == (0, 2)
 
 
+def test_a_missed_2x_names_the_ours_over_limit_it_would_take() -> None:
+    """2x HiCacheNixl takes ours/limit of twice HiCacheNixl's own share of the limit: the table says
+    so where the target is missed, and says nothing more where it is met."""
+    row = _run(0.5)["results"][0]  # ours at 0.5 of the limit
+    row["times"]["hicache-nixl"] = [1.25] * 9  # HiCacheNixl at 0.8 of it: ours is 0.625x HiCacheNixl
+    assert report.batch_table({"results": [row]})[-1].endswith("| **no** | **no**: needs ours/limit ≥ 1.60 |")
+    row["times"]["hicache-nixl"] = [5.0] * 9  # HiCacheNixl at 0.2 of it: ours is 2.5x HiCacheNixl
+    assert report.batch_table({"results": [row]})[-1].endswith("| **no** | yes |")
+
+
 def test_a_metered_step_is_charged_its_own_time_and_not_its_nested_steps() -> None:
     """The phase table says where one call's time goes: a step's nested metered steps count for
     themselves, and the unmetered rest of the call is ``other``."""

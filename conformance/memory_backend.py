@@ -8,6 +8,7 @@ storage location share one store, so the suite can restart it or add a second TP
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,9 @@ from conformance.sharing import entry_identity
 from reference_backend.interface import page_starts
 
 ObjectName = tuple[Any, ...]
+PageWork = Callable[[str, Any, Any, list[int]], list[bool]]
+"""What a store or a load does once its request is valid: (pool name, pool, keys, page starts) ->
+a result per key. Subclasses change this, not the validation around it."""
 
 _STORES: dict[str, dict[ObjectName, bytes]] = {}
 _STORES_LOCK = threading.Lock()
@@ -95,21 +99,34 @@ class MemoryBackend:
         return page_starts(pool, keys, host_indices)
 
     def _set(self, pool_name: str, keys: Any, host_indices: Any) -> list[bool]:
+        return self._validated(pool_name, keys, host_indices, self._write_pages)
+
+    def _get(self, pool_name: str, keys: Any, host_indices: Any) -> list[bool]:
+        return self._validated(pool_name, keys, host_indices, self._read_pages)
+
+    def _validated(
+        self,
+        pool_name: str,
+        keys: Any,
+        host_indices: Any,
+        then: Callable[[str, Any, Any, list[int]], list[bool]],
+    ) -> list[bool]:
+        """``then(pool_name, pool, keys, starts)`` for a well-formed request to a registered pool;
+        all False, untouched, for any other."""
         pool = self.registered_pools.get(pool_name)
         starts = None if pool is None else self.starts(pool, keys, host_indices)
         if starts is None:
             return [False] * (len(keys) if isinstance(keys, list) else 0)
+        return then(pool_name, pool, keys, starts)
+
+    def _write_pages(self, pool_name: str, pool: Any, keys: Any, starts: list[int]) -> list[bool]:
         pages = [self.capture(pool, s) for s in starts]
         with self._lock:
             for key, page in zip(keys, pages):
                 self._store[self.object_name(pool_name, key)] = page
         return [True] * len(keys)
 
-    def _get(self, pool_name: str, keys: Any, host_indices: Any) -> list[bool]:
-        pool = self.registered_pools.get(pool_name)
-        starts = None if pool is None else self.starts(pool, keys, host_indices)
-        if starts is None:
-            return [False] * (len(keys) if isinstance(keys, list) else 0)
+    def _read_pages(self, pool_name: str, pool: Any, keys: Any, starts: list[int]) -> list[bool]:
         with self._lock:
             pages = [self._store.get(self.object_name(pool_name, k)) for k in keys]
         return [page is not None and self.restore(pool, start, page) for start, page in zip(starts, pages)]

@@ -16,13 +16,13 @@ LATE_S = 0.01
 
 
 class AbandonedReadsBackend(MemoryBackend):
-    def _get(self, pool_name: str, keys: Any, host_indices: Any) -> list[bool]:
+    def _read_pages(self, pool_name: str, pool: Any, keys: Any, starts: list[int]) -> list[bool]:
         def land_late() -> None:  # the first attempt: every one of them misses the deadline
             time.sleep(LATE_S)
-            MemoryBackend._get(self, pool_name, keys, host_indices)
+            MemoryBackend._read_pages(self, pool_name, pool, keys, starts)
 
         threading.Thread(target=land_late, daemon=True).start()
-        return MemoryBackend._get(self, pool_name, keys, host_indices)  # the retry, which answers
+        return MemoryBackend._read_pages(self, pool_name, pool, keys, starts)  # the retry, which answers
 
 
 SPEC = BackendSpec("broken-abandoned-reads", AbandonedReadsBackend, CAPABILITIES)

@@ -28,22 +28,14 @@ class NeighbourReadingStore(MemoryBackend):
     def present(self, pool_name: str, key: str) -> bool:
         return self.path(pool_name, key).is_file()
 
-    def _set(self, pool_name: str, keys: Any, host_indices: Any) -> list[bool]:
-        pool = self.registered_pools.get(pool_name)
-        starts = None if pool is None else self.starts(pool, keys, host_indices)
-        if starts is None:
-            return [False] * (len(keys) if isinstance(keys, list) else 0)
+    def _write_pages(self, pool_name: str, pool: Any, keys: Any, starts: list[int]) -> list[bool]:
         for key, start in zip(keys, starts):
             after = start + page_span(pool)  # the slot after the page: read as if part of it
             tail = self.capture(pool, after) if after < slot_count(pool) else b""
             self.path(pool_name, key).write_bytes(self.capture(pool, start) + tail)
         return [True] * len(keys)
 
-    def _get(self, pool_name: str, keys: Any, host_indices: Any) -> list[bool]:
-        pool = self.registered_pools.get(pool_name)
-        starts = None if pool is None else self.starts(pool, keys, host_indices)
-        if starts is None:
-            return [False] * (len(keys) if isinstance(keys, list) else 0)
+    def _read_pages(self, pool_name: str, pool: Any, keys: Any, starts: list[int]) -> list[bool]:
         size = len(self.capture(pool, 0)) if starts else 0
         done = []
         for key, start in zip(keys, starts):

@@ -16,14 +16,10 @@ DELAY_S = 0.05
 
 
 class WriteBehindBackend(MemoryBackend):
-    def _set(self, pool_name: str, keys: Any, host_indices: Any) -> list[bool]:
-        pool = self.registered_pools.get(pool_name)
-        if pool is None or self.starts(pool, keys, host_indices) is None:
-            return [False] * (len(keys) if isinstance(keys, list) else 0)
-
+    def _write_pages(self, pool_name: str, pool: Any, keys: Any, starts: list[int]) -> list[bool]:
         def write_later() -> None:
             time.sleep(DELAY_S)
-            MemoryBackend._set(self, pool_name, keys, host_indices)
+            MemoryBackend._write_pages(self, pool_name, pool, keys, starts)
 
         threading.Thread(target=write_later, daemon=True).start()
         return [True] * len(keys)

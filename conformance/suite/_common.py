@@ -7,10 +7,12 @@ from hypothesis import strategies as st
 from conformance.capabilities import KV_LAYOUTS
 from conformance.geometry import ModelGeometry, all_geometries
 from conformance.hostpools import MISALIGNMENT
-from conformance.rig import Target
+from conformance.interface import PoolName
+from conformance.rig import Rig, Target
 from conformance.sharing import Shape, fit
 from conformance.sharing import entry_identity as entry_identity  # re-exported for the properties
 from conformance.sharing import is_storage_writer as is_storage_writer
+from conformance.strategies import render_page
 
 GEOMETRIES: list[ModelGeometry] = all_geometries()
 HYBRID = [g for g in GEOMETRIES if g.side_pools]
@@ -32,3 +34,16 @@ def runnable(target: Target, geometry: ModelGeometry, shape: Shape) -> Shape:
     """``shape`` as this backend can run ``geometry``: DCP only where SGLang runs the model's L3 under
     it (MLA KV, at most Mamba beside) and the backend declares it."""
     return fit(shape, geometry.runs_dcp and target.caps.decode_context_parallel)
+
+
+def store_everything(rig: Rig, keys: list[str], seed: int, salt: int) -> dict[PoolName, list[bytes]]:
+    """Drawn pages under ``keys`` in host pages ``0..len(keys)`` of every pool, each pool stored
+    (and required to be) in its own call; what each pool's pages hold."""
+    written: dict[PoolName, list[bytes]] = {}
+    for n, name in enumerate(rig.pools):
+        pool = rig.pool(name)
+        written[name] = [render_page(pool, seed, 3, salt=salt * 1000 + n * 100 + i) for i in range(len(keys))]
+        for page, data in enumerate(written[name]):
+            rig.put(name, page, data)
+        assert rig.set(name, keys, range(len(keys))) == [True] * len(keys), f"{name} store"
+    return written

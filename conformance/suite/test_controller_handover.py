@@ -25,7 +25,7 @@ from conformance.geometry import ModelGeometry
 from conformance.interface import HiCacheStorageExtraInfo, PoolName, PoolTransfer, page_span, slot_count
 from conformance.rig import Rig, Target
 from conformance.strategies import payload_seeds, render_page
-from conformance.suite._common import GEOMETRIES, ids, kv_layouts, misaligns
+from conformance.suite._common import GEOMETRIES, ids, kv_layouts, misaligns, store_everything
 
 PAGES = 8
 """Host pages per pool: an operation of up to half of them, loaded into the other half."""
@@ -215,12 +215,8 @@ def test_a_load_writes_no_host_page_once_it_returns(
         hicache_target.storage() as storage,
         Rig(hicache_target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES) as rig,
     ):
+        store_everything(rig, stored_keys, seed, salt=0)
         put_after: dict[PoolName, list[bytes]] = {}
-        for n, name in enumerate(rig.pools):
-            pool = rig.pool(name)
-            for page in range(count):
-                rig.put(name, page, render_page(pool, seed, 3, salt=100 * n + page))
-            assert rig.set(name, stored_keys, range(count)) == [True] * count, f"{name} store"
         for n, name in enumerate(rig.pools):
             pool = rig.pool(name)
             put_after[name] = [render_page(pool, seed, 5, salt=100 * n + 50 + i) for i in range(len(into))]

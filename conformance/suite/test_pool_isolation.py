@@ -34,6 +34,7 @@ from conformance.suite._common import (
     kv_layouts,
     misaligns,
     runnable,
+    store_everything,
 )
 
 PAGES = 6
@@ -44,17 +45,6 @@ anywhere, contains 16 consecutive bytes of it at one of its 8 phases."""
 
 def _all_pools(rig: Rig) -> list[PoolName]:
     return list(rig.pools)
-
-
-def _store_everything(rig: Rig, keys: list[str], seed: int, salt: int) -> dict[PoolName, list[bytes]]:
-    written: dict[PoolName, list[bytes]] = {}
-    for n, name in enumerate(_all_pools(rig)):
-        pool = rig.pool(name)
-        written[name] = [render_page(pool, seed, 3, salt=salt * 1000 + n * 100 + i) for i in range(len(keys))]
-        for page, data in enumerate(written[name]):
-            rig.put(name, page, data)
-        assert rig.set(name, keys, range(len(keys))) == [True] * len(keys)
-    return written
 
 
 def _paint_unhanded(rig: Rig) -> None:
@@ -116,7 +106,7 @@ def test_overwriting_one_pool_never_changes_another_pool(
             hicache_target, geometry, storage, layout=layout, misalign=misalign, page_num=PAGES, shape=shape
         ) as rig,
     ):
-        written = _store_everything(rig, keys, seed, salt=0)
+        written = store_everything(rig, keys, seed, salt=0)
         victim = data.draw(st.sampled_from(_all_pools(rig)), label="overwritten pool")
         pool = rig.pool(victim)
         fresh = [render_page(pool, seed, 5, salt=9000 + i) for i in range(count)]
@@ -183,7 +173,7 @@ def test_get_never_touches_host_memory_outside_its_target_slots(
         names = _all_pools(rig)
         count = data.draw(st.integers(1, 3), label="pages")
         keys = [f"canary-{i}" for i in range(count)]
-        written = _store_everything(rig, keys, seed, salt=1)
+        written = store_everything(rig, keys, seed, salt=1)
         dst = data.draw(st.permutations(range(PAGES)).map(lambda p: p[:count]), label="target pages")
         for name in names:
             rig.pool(name).fill(0xC3)

@@ -48,7 +48,7 @@ from reference_backend.interface import (
     PoolTransferResult,
 )
 from reference_backend.log import Layout, SegmentLog, Stamp
-from reference_backend.naming import family_digest, tenant_name
+from reference_backend.naming import tenant_name
 from reference_backend.plan import BatchPlanner, Item, by_pool
 from reference_backend.pools import Pool
 from reference_backend.staging import checksum, clear_tail, gather, intact, place, scatter
@@ -115,6 +115,7 @@ class NixlBackend:
             if budget.limit
             else self.settings.segment_bytes,
             tenant=tenant_name(tenant or ""),
+            checkpoints=True,
         )
         if budget.limit:
             self.capacity = Capacity(self.log, budget)
@@ -239,13 +240,31 @@ class NixlBackend:
             return self.store(lane, items)
 
     def store(self, lane: Lane, items: list[Item]) -> dict[int, bool]:
-        """Append every item as one extent; on failure, each item as its own, for exact results."""
-        return all_or_each(items, lambda batch: self.store_extent(lane, batch))
+        """Append every item as one extent; on failure, each item as its own, for exact results.
+        A batch the budget refuses is refused whole, in one decision: retrying it page by page
+        would run eviction again for every page."""
+        refused = False
 
-    def store_extent(self, lane: Lane, items: list[Item]) -> bool:
-        """Reserve an extent, move the records into it, then commit it."""
+        def attempt(batch: list[Item]) -> bool:
+            nonlocal refused
+            if refused:
+                return False
+            done = self.store_extent(lane, batch)
+            refused = done is None
+            return bool(done)
+
+        return all_or_each(items, attempt)
+
+    def store_extent(self, lane: Lane, items: list[Item]) -> bool | None:
+        """Reserve an extent, move the records into it, then commit it; None when the budget
+        refused the extent."""
         items, layout = self.lay_out(items)
-        extent = self.capacity.reserve(layout) if self.capacity else self.log.reserve(layout)
+        if self.capacity:
+            extent = self.capacity.reserve(layout)
+            if extent is None:
+                return None
+        else:
+            extent = self.log.reserve(layout)
         if extent is None or lane.files is None or not lane.files.register(extent.segment):
             return False
         for item, at in zip(items, extent.offsets):
@@ -290,9 +309,9 @@ class NixlBackend:
         done = run(items)
         if self.capacity:
             at = time.time_ns()
-            model = self.storage_config.model_name or ""
-            self.capacity.touch_prefix([family_digest(model, k) for k in prefix if isinstance(k, str)], at)
-            self.capacity.touch((i.digest[:8] for i in items if done.get(id(i))), at)
+            if prefix and self.capacity.budget.policy == "chain" and KV in self.planner.scopes:
+                self.capacity.touch_prefix([self.digest(KV, k) for k in prefix if isinstance(k, str)], at)
+            self.capacity.touch([i.digest for i in items if done.get(id(i))], at)
         return done
 
     def batch_set_v1(
@@ -376,6 +395,8 @@ class NixlBackend:
                 lane.close()
             self.log.close()
             self.planner.close()
+            if self.capacity:
+                self.capacity.pins.close()
         for lane in self.lanes.values():
             agents.release(lane.agent)
 

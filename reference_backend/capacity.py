@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import math
+import mmap
 import os
 import re
 import threading
@@ -48,6 +49,7 @@ from typing import Any
 import numpy as np
 
 from reference_backend.log import Extent, Layout, Segment, SegmentLog
+from reference_backend.record import UNIT
 
 POLICIES = ("chain", "lru", "fifo")
 _SI = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
@@ -141,90 +143,129 @@ class Budget:
         return cls(limit, high, low, pin, policy)
 
 
-@dataclass
-class Family:
-    """What the evictor knows of one entry: its bytes, when it was last written and used, its depth."""
-
-    size: int = 0
-    reclaimable: int = 0
-    """Bytes of it in finished segments: what evicting it lets compaction free now."""
-    written: int = 0
-    used: int = 0
-    depth: int = 0
-
-
-def eviction_order(families: dict[bytes, Family], policy: str) -> list[bytes]:
-    """Families, first victim first."""
-    if policy == "fifo":
-        return sorted(families, key=lambda f: (families[f].written, f))
-    if policy == "lru":
-        return sorted(families, key=lambda f: (families[f].used, f))
-    return sorted(families, key=lambda f: (families[f].used, -families[f].depth, f))
-
-
 class PinTable:
-    """Pins every process of a tenant sees: a small file of (family, until) slots under its own lock."""
+    """Pins every process of a tenant sees: a file of (family, until) slots, probed from a hash of
+    the family, under its own lock. A pin and a pin check are O(1) each, whatever the table holds:
+    the file is mapped once, never read or rewritten whole."""
+
+    PROBES = 32
+    """Slots a family may sit past its home; a family that finds none free is not pinned (it is
+    still served, it just may be evicted)."""
 
     def __init__(self, path: str, slots: int) -> None:
-        self.path, self.slots = path, slots
+        self.path, self.slots = path, 1 << max(6, (slots - 1).bit_length())
+        self._fd = -1
+        self._map: mmap.mmap | None = None
+        self._table: np.ndarray | None = None
 
     @property
     def size(self) -> int:
         return self.slots * PIN.itemsize
 
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[int]:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            if os.fstat(fd).st_size != self.size:
-                os.ftruncate(fd, self.size)
-            yield fd
-        finally:
-            os.close(fd)
+    def _open(self) -> np.ndarray:
+        if self._table is None:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            with _flocked(fd):
+                if os.fstat(fd).st_size != self.size:
+                    os.ftruncate(fd, self.size)
+            self._fd, self._map = fd, mmap.mmap(fd, self.size)
+            self._table = np.frombuffer(self._map, dtype=PIN)
+        return self._table
 
-    def _read(self, fd: int) -> np.ndarray:
-        return np.frombuffer(bytearray(os.pread(fd, self.size, 0).ljust(self.size, b"\0")), dtype=PIN)
+    def _probe(self, table: np.ndarray, family: int, now: int, claim: bool) -> int:
+        """The slot holding ``family``; with ``claim``, else the first free or lapsed one on its
+        run; -1 when neither is found."""
+        fam, until = table["family"], table["until"]
+        home = (family * 0x9E3779B97F4A7C15 >> 32) & (self.slots - 1)
+        free = -1
+        for step in range(self.PROBES):
+            at = (home + step) & (self.slots - 1)
+            held = int(fam[at])
+            if held == family:
+                return at
+            if free < 0 and (held == 0 or int(until[at]) <= now):
+                free = at
+            if held == 0:
+                break
+        return free if claim else -1
 
     def pin(self, families: Iterable[bytes], until: int) -> None:
-        """Pin each family until ``until``; a full table takes no more (the entry is still served)."""
-        wanted = {int.from_bytes(f, "little") for f in families}
+        """Pin each family until ``until`` (a held pin only ever lengthens)."""
+        wanted = [int.from_bytes(f, "little") or 1 for f in families]
         if not wanted:
             return
-        with self._locked() as fd:
-            table = self._read(fd)
+        table = self._open()
+        with _flocked(self._fd):
             now = time.time_ns()
-            held = np.isin(table["family"], list(wanted)) & (table["until"] > now)
-            table["until"][held] = np.maximum(table["until"][held], until)
-            wanted -= {int(f) for f in table["family"][held]}
-            free = [int(i) for i in np.flatnonzero(table["until"] <= now)]
-            for index, family in zip(free, wanted):
-                table[index] = (family, until)
-            os.pwrite(fd, table.tobytes(), 0)
+            for family in wanted:
+                at = self._probe(table, family, now, claim=True)
+                if at >= 0:
+                    if int(table["family"][at]) != family:
+                        table["until"][at] = 0
+                        table["family"][at] = family
+                    table["until"][at] = max(int(table["until"][at]), until)
 
-    def pinned(self) -> set[bytes]:
-        """Families whose pin has not run out."""
-        if not os.path.exists(self.path):
+    def pinned(self, families: Iterable[bytes]) -> set[bytes]:
+        """Those of ``families`` whose pin has not run out."""
+        if self._table is None and not os.path.exists(self.path):
             return set()
-        with self._locked() as fd:
-            table = self._read(fd)
-        live = table["family"][table["until"] > time.time_ns()]
-        return {int(f).to_bytes(8, "little") for f in live}
+        table = self._open()
+        out = set()
+        with _flocked(self._fd):
+            now = time.time_ns()
+            for raw in families:
+                at = self._probe(table, int.from_bytes(raw, "little") or 1, now, claim=False)
+                if at >= 0 and int(table["until"][at]) > now:
+                    out.add(raw)
+        return out
+
+    def close(self) -> None:
+        self._table = None
+        if self._map is not None:
+            with contextlib.suppress(BufferError):
+                self._map.close()
+            self._map = None
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+@contextlib.contextmanager
+def _flocked(fd: int) -> Iterator[None]:
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 class Capacity:
-    """One backend instance's side of its tenant's budget: admission, use, pins and eviction."""
+    """One backend instance's side of its tenant's budget: admission, use, pins and eviction.
+
+    Eviction frees whole segments: the victim is the finished segment used least recently (by
+    the policy), every family with a record in it is tombstoned (its records elsewhere go with
+    it), what may not go (pinned, or part of the write arriving) is copied forward, and the file
+    is deleted. Each step costs what one segment holds, never a walk of the index, and always
+    frees space: the tombstones and the copy are bounded by ``headroom``, kept free below the
+    ceiling, so a full store can always make room for a write that fits once unpinned entries go.
+    """
 
     def __init__(self, log: SegmentLog, budget: Budget) -> None:
         self.log, self.budget = log, budget
-        self._uses: dict[bytes, int] = {}
         self._latest: frozenset[bytes] = frozenset()
         self._arriving: frozenset[bytes] = frozenset()
+        self._used: dict[int, int] = {}
+        """Segment number -> the last use of a record in it this instance saw (others' writes
+        count by their commit's sequence; the map holds only segments that exist)."""
         self._uses_lock = threading.Lock()
         folder = log.folder
         self._lock_path = os.path.join(folder, f"capacity.{log.tenant}.lock")
         slots = max(64, min(1 << 16, budget.limit // 1024 // PIN.itemsize))
         self.pins = PinTable(os.path.join(folder, f"pins.{log.tenant}"), slots)
+        self.headroom = TOMB_ROOM + log.tombstone_growth(-(-log.segment_bytes // UNIT))
+        """Bytes kept free below the ceiling: the tombstones of one segment's families, so that
+        evicting a segment never waits for room it cannot get."""
         if self.enabled:
             log.cap = budget.limit - self.pins.size
         self.last_pause = 0.0
@@ -236,19 +277,21 @@ class Capacity:
 
     # -- use -----------------------------------------------------------------------------------
 
-    def touch(self, families: Iterable[bytes], at: int | None = None) -> None:
-        """Families read or written now count as used (``at``: one instant for a whole call)."""
-        if not self.enabled:
+    def touch(self, digests: Sequence[bytes], at: int | None = None) -> None:
+        """Records read or written now count as used, and so do their segments."""
+        if not self.enabled or not digests:
             return
         when = at if at is not None else time.time_ns()
+        numbers = self.log.segment_numbers(digests)
         with self._uses_lock:
-            for family in families:
-                self._uses[family] = when
+            for number in numbers:
+                if number and self._used.get(number, 0) < when:
+                    self._used[number] = when
 
-    def touch_prefix(self, families: Sequence[bytes], at: int | None = None) -> None:
+    def touch_prefix(self, digests: Sequence[bytes], at: int | None = None) -> None:
         """The chain policy counts a batch's prefix as used with it: a head outlives its tails."""
         if self.budget.policy == "chain":
-            self.touch(families, at)
+            self.touch(digests, at)
 
     def arrive(self, families: Iterable[bytes]) -> None:
         """A write of ``families`` begins: they and the previous write's are never its victims. The
@@ -274,6 +317,20 @@ class Capacity:
         finally:
             os.close(fd)
 
+    @property
+    def room(self) -> int:
+        """The most a write may take the tenant's files to."""
+        return self.budget.ceiling - self.headroom
+
+    def fits(self, layout: Layout) -> bool:
+        """Whether a batch of ``layout`` could ever be admitted: one decision, taken before any
+        eviction, so a batch that never fits is refused whole, not page by page."""
+        return not self.enabled or self.stored_floor() + self.log.reservation(layout.size) <= self.room
+
+    def stored_floor(self) -> int:
+        """What the tenant always holds: its pin table."""
+        return self.pins.size
+
     def reserve(self, layout: Layout) -> Extent | None:
         """An extent for ``layout``, sized on disk within the budget, or None when even evicting
         every unpinned entry leaves no room."""
@@ -292,68 +349,45 @@ class Capacity:
         return self.log.tenant_bytes() + self.pins.size
 
     def make_room(self, need: int) -> bool:
-        """Under the tenant lock: evict and compact until ``need`` more bytes fit under the ceiling,
-        which keeps ``TOMB_ROOM`` below the limit for the tombstones eviction itself writes."""
-        ceiling = self.budget.ceiling - TOMB_ROOM
+        """Under the tenant lock: evict until ``need`` more bytes fit under the ceiling (less the
+        headroom); once it must evict, it goes down to the low watermark."""
         total = self.stored()
-        return total + need <= ceiling or self._evict(total, need, ceiling)
-
-    def _evict(self, total: int, need: int, ceiling: int) -> bool:
-        """Evict and compact what finished segments hold until ``need`` fits under ``ceiling``:
-        the bytes of segments still being written cannot come back yet, so evicting what lies
-        there frees nothing now, and an entry whose pages are still arriving is never split
-        (:meth:`arrive`). Every step's growth is checked against the limit first; ``total``: the
-        stored bytes now."""
-        goal = max(0, min(self.budget.floor, ceiling) - need)
-        pinned = self.pins.pinned()
-        finished = {segment for segment, _, _ in self.log.compactable()}
-        families = self._families(finished)
-        spared = pinned | self._arriving
-        order = [f for f in eviction_order(families, self.budget.policy) if f not in spared]
-        order = [f for f in order if families[f].reclaimable]
+        if total + need <= self.room:
+            return True
+        goal = max(0, min(self.budget.floor, self.room) - need)
+        tried: set[Segment] = set()
         while total > goal:
-            segment = self._worth_compacting(total)
-            if segment is None and order:
-                doomed: list[bytes] = []
-                freed = 0
-                while (
-                    order
-                    and freed < total - goal
-                    and total + self.log.tombstone_growth(len(doomed) + 1) <= self.budget.limit
-                ):
-                    doomed.append(order.pop(0))
-                    freed += families[doomed[-1]].reclaimable
-                if not doomed or not self.log.tombstone(doomed):
-                    break
-                total = self.stored()
-                continue
-            if segment is None or not self.log.compact(segment):
+            victim = self._victim(tried)
+            if victim is None:
                 break
-            self.last_pause = max(self.last_pause, self.log.last_swap)
+            tried.add(victim)
+            if self._evict(victim):
+                self.last_pause = max(self.last_pause, self.log.last_swap)
             total = self.stored()
-        return self.stored() + need <= ceiling  # looking for work may itself have deleted dead segments
+        return total + need <= self.room
 
-    def _families(self, finished: set[Segment]) -> dict[bytes, Family]:
-        families: dict[bytes, Family] = {}
+    def _victim(self, tried: set[Segment]) -> Segment | None:
+        """The finished segment to evict next: least recently used by the policy (``fifo``: the
+        oldest). With none finished, the segment being written is finished first."""
+        finished = [s for s in self.log.finished_segments() if s not in tried]
+        if not finished and self.log.rotate():
+            finished = [s for s in self.log.finished_segments() if s not in tried]
+        if not finished:
+            return None
         with self._uses_lock:
-            uses = dict(self._uses)
-        for digest, loc in self.log.live():
-            family = families.setdefault(digest[:8], Family())
-            family.size += loc.size
-            family.reclaimable += loc.size if loc.segment in finished else 0
-            family.written = max(family.written, loc.seq)
-            family.depth = max(family.depth, loc.depth)
-        for key, family in families.items():
-            family.used = max(family.written, uses.get(key, 0))
-        return families
+            self._used = {
+                s.number: self._used[s.number] for s in self.log.segments() if s.number in self._used
+            }
+            used = dict(self._used)
+        if self.budget.policy == "fifo":
+            return min(finished, key=lambda s: s.name)
+        return min(finished, key=lambda s: (max(used.get(s.number, 0), s.last_seq), s.name))
 
-    def _worth_compacting(self, total: int) -> Segment | None:
-        """A finished segment to compact: the one compacting grows the store least, if that frees
-        at least half the segment and fits beside the store within the limit."""
-        best = None
-        for segment, size, growth in self.log.compactable():
-            if growth and (2 * growth > size or total + growth > self.budget.limit):
-                continue
-            if best is None or growth < best[1]:
-                best = (segment, growth)
-        return None if best is None else best[0]
+    def _evict(self, victim: Segment) -> bool:
+        """Tombstone every family of ``victim`` that may go, then move what stays and delete it."""
+        families = {digest[:8] for digest, _ in self.log.records_in(victim)}
+        spared = self.pins.pinned(families) | self._arriving
+        doomed = sorted(families - spared)
+        if doomed and not self.log.tombstone(doomed):
+            return False
+        return self.log.compact(victim)

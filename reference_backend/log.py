@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import itertools
 import mmap
 import os
 import struct
@@ -42,6 +43,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
+import numpy as np
+
+from reference_backend import checkpoint
+from reference_backend.index import Index, Record
 from reference_backend.record import BLOCK, UNIT, pad
 
 FOLDER = "segments"
@@ -213,6 +218,11 @@ class Segment:
     """Forgotten by the log: nobody may start using its descriptor, which ``bury`` closes."""
     holds: int = 0
     """Users of its descriptor outside the log (NIXL registrations), counted by ``hold``."""
+    number: int = 0
+    """The index's name for it."""
+    last: int = -1
+    """Where the newest commit read or written in it starts: what a checkpoint is checked by."""
+    last_seq: int = 0
 
     @functools.cached_property
     def name(self) -> str:
@@ -302,11 +312,23 @@ class _Aligned:
 class SegmentLog:
     """Segments under one storage root, and the index from entry digest to newest location."""
 
-    def __init__(self, root: str, *, direct: bool, fsync: bool, segment_bytes: int, tenant: str = "") -> None:
+    def __init__(
+        self,
+        root: str,
+        *,
+        direct: bool,
+        fsync: bool,
+        segment_bytes: int,
+        tenant: str = "",
+        checkpoints: bool = False,
+    ) -> None:
         self.folder = os.path.join(root, FOLDER)
         self.tenant = tenant
         """Hex name of the deployment whose segments these are; other tenants' are never read or removed."""
         self._suffix = f".{tenant}{SUFFIX}" if tenant else SUFFIX
+        self.checkpoint_path = os.path.join(self.folder, f"index.{tenant}.ckpt") if checkpoints else ""
+        """Where the index is checkpointed at close and restored from at start ("": never)."""
+        self._restored = not checkpoints
         self._dead: dict[bytes, int] = {}
         """Family -> sequence of its newest tombstone: older records of the family are evicted."""
         self._tombs: dict[Segment, dict[bytes, int]] = {}
@@ -315,9 +337,14 @@ class SegmentLog:
         self._direct = direct
         self._fsync = fsync
         self._segment_bytes = segment_bytes
-        self._index: dict[bytes, Location] = {}
+        self._index = Index()
         self._segments: dict[str, Segment] = {}
+        self._numbered: dict[int, Segment] = {}
+        self._numbers = itertools.count(1)
         self._live: dict[Segment, int] = {}
+        """Records of each segment the index points at."""
+        self._held: dict[Segment, int] = {}
+        """Bytes of those records."""
         self._graveyard: list[Segment] = []
         self._writer: Segment | None = None
         self._listing: tuple[int, int, int, int] = (0, 0, 0, 0)
@@ -343,8 +370,9 @@ class SegmentLog:
             fd = os.open(path, flags, 0o644)
         except OSError:
             return None
-        segment = Segment(path, fd, os.fstat(fd).st_ino, own)
+        segment = Segment(path, fd, os.fstat(fd).st_ino, own, number=next(self._numbers))
         self._segments[segment.name] = segment
+        self._numbered[segment.number] = segment
         return segment
 
     def hold(self, segment: Segment) -> bool:
@@ -364,6 +392,10 @@ class SegmentLog:
     def _retire(self, segment: Segment) -> None:
         """Forget a segment now; its file waits for ``bury`` and for its holders to let go."""
         self._segments.pop(segment.name, None)
+        self._numbered.pop(segment.number, None)
+        self._live.pop(segment, None)
+        self._held.pop(segment, None)
+        self._forget_tombs(segment)
         segment.retired = True
         self._graveyard.append(segment)
         if self._writer is segment:
@@ -497,30 +529,50 @@ class SegmentLog:
             return False
         with self._lock:
             extent.segment.scanned = extent.end
+            extent.segment.last, extent.segment.last_seq = extent.start, seq
             for entry in entries:
                 self._place(entry.digest, Location.of(extent.segment, extent.start, entry, seq))
         return True
 
-    def _place(self, digest: bytes, loc: Location) -> None:
-        held = self._index.get(digest)
-        if held is not None and (loc.seq, loc.segment.name) <= (held.seq, held.segment.name):
-            return
-        self._index[digest] = loc
-        self._live[loc.segment] = self._live.get(loc.segment, 0) + 1
-        if held is not None:
-            self._live[held.segment] -= 1
-            if held.segment.own and held.segment is not self._writer and self._needless(held.segment):
-                self._reclaim(held.segment)
+    def _location(self, rid: int) -> Location:
+        r = self._index.record(rid)
+        return Location(self._numbered[r.segment], r.offset, r.size, r.seq, r.tag, r.checksum, r.depth)
 
-    def _move_index(self, digest: bytes, loc: Location) -> None:
-        """Point the index at a moved copy, unless a newer version arrived meanwhile."""
-        held = self._index.get(digest)
-        if held is not None and held.seq > loc.seq:
+    def _count(self, segment: Segment, records: int, nbytes: int) -> None:
+        self._live[segment] = self._live.get(segment, 0) + records
+        self._held[segment] = self._held.get(segment, 0) + nbytes
+
+    def _place(self, digest: bytes, loc: Location, moved: bool = False) -> None:
+        """Index ``loc`` for ``digest`` if it is the newest version: by sequence, then segment name;
+        a copy compaction ``moved`` replaces its source, unless a newer version arrived meanwhile.
+        A record its family's tombstone already evicted is not indexed at all."""
+        if self._dead and self._dead.get(digest[:8], -1) >= loc.seq:
             return
-        self._index[digest] = loc
-        self._live[loc.segment] = self._live.get(loc.segment, 0) + 1
+        rid = self._index.find(digest)
+        held = None
+        if rid >= 0:
+            held = self._location(rid)
+            if (
+                (loc.seq < held.seq)
+                if moved
+                else ((loc.seq, loc.segment.name) <= (held.seq, held.segment.name))
+            ):
+                return
+        self._index.put(
+            digest,
+            Record(loc.segment.number, loc.offset, loc.size, loc.tag, loc.checksum, loc.seq, loc.depth),
+            rid,
+        )
+        self._count(loc.segment, 1, loc.size)
         if held is not None:
-            self._live[held.segment] -= 1
+            self._count(held.segment, -1, -held.size)
+            if (
+                not moved
+                and held.segment.own
+                and held.segment is not self._writer
+                and self._needless(held.segment)
+            ):
+                self._reclaim(held.segment)
 
     def _needless(self, segment: Segment) -> bool:
         """Nothing in ``segment`` matters any more: no record in it is live, and no tombstone in
@@ -531,7 +583,6 @@ class SegmentLog:
         """Delete one of our finished segments that no index entry refers to any more."""
         with contextlib.suppress(OSError):
             os.unlink(segment.path)
-        self._live.pop(segment, None)
         self._retire(segment)
 
     # -- reading -------------------------------------------------------------------------------
@@ -566,12 +617,16 @@ class SegmentLog:
                     self._bury_family(segment, entry.digest[:8], entry.seq or seq)
                 else:
                     self._place(entry.digest, Location.of(segment, at, entry, seq))
+            segment.last, segment.last_seq = at, seq
             at += extent
         segment.scanned = at
 
     def refresh(self) -> None:
         """Pick up segments and commits other writers added since the last look."""
         with self._lock:
+            if not self._restored:
+                self._restored = True
+                self.restore()
             if self._folder_changed():
                 try:
                     names = sorted(n for n in os.listdir(self.folder) if n.endswith(self._suffix))
@@ -623,8 +678,10 @@ class SegmentLog:
             elif segment is not self._writer:
                 segment.scanned, segment.sealed = 0, False
         writer = self._writer
-        self._index = {d: loc for d, loc in self._index.items() if loc.segment is writer}
+        number = writer.number if writer is not None else 0
+        self._index.drop(np.flatnonzero(self._index.column("segment") != number))
         self._live = {writer: len(self._index)} if writer is not None else {}
+        self._held = {writer: int(self._index.sizes().sum())} if writer is not None else {}
         for segment in list(self._segments.values()):
             if segment is not writer:
                 self._scan(segment, self._alive(segment))
@@ -648,8 +705,11 @@ class SegmentLog:
 
     def _newest(self, digests: Sequence[bytes]) -> list[Location | None]:
         """Each digest's newest location in the index, unless evicted since (the caller looked)."""
-        index = self._index
-        return [self._unless_evicted(d, index.get(d)) for d in digests]
+        find, out = self._index.find, []
+        for digest in digests:
+            rid = find(digest)
+            out.append(None if rid < 0 else self._unless_evicted(digest, self._location(rid)))
+        return out
 
     def _unless_evicted(self, digest: bytes, loc: Location | None) -> Location | None:
         if loc is None or self._dead.get(digest[:8], -1) < loc.seq:
@@ -680,7 +740,7 @@ class SegmentLog:
         """Entries that would read back now, across every writer."""
         with self._lock:
             self.refresh()
-            return sum(loc is not None for loc in self.locate(list(self._index)))
+            return sum(loc is not None for loc in self.locate([d for _, d in self._index.digests()]))
 
     # -- capacity (driven by reference_backend.capacity, under its tenant lock) ----------------
 
@@ -690,51 +750,107 @@ class SegmentLog:
         return extent + BLOCK
 
     def tenant_bytes(self) -> int:
-        """Bytes of this tenant's segment files, whoever wrote them."""
+        """Bytes of this tenant's segment files, whoever wrote them, and of its index checkpoint."""
         total = 0
+        checkpoint_name = os.path.basename(self.checkpoint_path)
         with contextlib.suppress(OSError):
             for entry in os.scandir(self.folder):
-                if entry.name.endswith(self._suffix):
+                if entry.name.endswith(self._suffix) or entry.name == checkpoint_name:
                     with contextlib.suppress(OSError):
                         total += entry.stat().st_size
         return total
 
     def live(self) -> list[tuple[bytes, Location]]:
-        """Every record that would read back now, after a look for others' latest commits; evicted
-        ones leave the index here, and our finished segments left with none are deleted."""
+        """Every record that would read back now, after a look for others' latest commits (a walk
+        of the whole index: for tests and tools, never on a call's path)."""
         with self._lock:
             self.refresh()
-            out: list[tuple[bytes, Location]] = []
-            dead: list[tuple[bytes, Location]] = []
-            for digest, loc in self._index.items():
-                (out if self._unless_evicted(digest, loc) is not None else dead).append((digest, loc))
-            for digest, loc in dead:
-                del self._index[digest]
-                self._live[loc.segment] -= 1
-                if loc.segment.own and loc.segment is not self._writer and self._needless(loc.segment):
-                    self._reclaim(loc.segment)
+            out = []
+            for rid, digest in self._index.digests():
+                loc = self._unless_evicted(digest, self._location(rid))
+                if loc is not None:
+                    out.append((digest, loc))
+            return out
+
+    def records_in(self, segment: Segment) -> list[tuple[bytes, Location]]:
+        """The records of ``segment`` that would read back now; the evicted ones leave the index."""
+        with self._lock:
+            out, dead = [], []
+            for rid in self._index.in_segment(segment.number).tolist():
+                digest = self._index.digest(rid)
+                loc = self._unless_evicted(digest, self._location(rid))
+                if loc is None:
+                    dead.append(rid)
+                    self._count(segment, -1, -self._index.record(rid).size)
+                else:
+                    out.append((digest, loc))
+            self._index.drop(dead)
             return out
 
     def _bury_family(self, segment: Segment, family: bytes, seq: int) -> None:
         self._dead[family] = max(seq, self._dead.get(family, -1))
         self._tombs.setdefault(segment, {})[family] = seq
 
+    def _forget_tombs(self, segment: Segment) -> None:
+        """A segment leaves: its tombstones stop hiding records, unless another segment holds
+        one as new for the same family (compaction carried it), so ``_dead`` only ever holds
+        what the disk holds."""
+        for family, seq in self._tombs.pop(segment, {}).items():
+            if self._dead.get(family) == seq:
+                rest = [t[family] for t in self._tombs.values() if family in t]
+                if rest:
+                    self._dead[family] = max(rest)
+                else:
+                    del self._dead[family]
+
     def tombstone(self, families: Sequence[bytes], seqs: Sequence[int] | None = None) -> bool:
-        """Evict ``families`` in every process: commits of tombstones, a block's worth each.
-        ``seqs``: the tombstones' own sequence numbers, when compaction carries old ones forward."""
+        """Evict ``families`` in every process: one commit of tombstones, as many blocks as they
+        take. ``seqs``: the tombstones' own sequence numbers, when compaction carries old ones
+        forward."""
+        if not families:
+            return True
         stamp = self._next_seq()
         stamps = list(seqs) if seqs is not None else [stamp] * len(families)
-        for lo in range(0, len(families), TOMBS_PER_BLOCK):
-            chunk = list(zip(families[lo : lo + TOMBS_PER_BLOCK], stamps[lo : lo + TOMBS_PER_BLOCK]))
-            entries = [Entry(f + bytes(8), 0, 0, 0, DEAD, 0, s) for f, s in chunk]
-            extent = self.reserve(Layout((), (), BLOCK), counted=True)
-            if extent is None or not self._put_commit(extent, entries, stamp):
-                return False
-            with self._lock:
-                extent.segment.scanned = extent.end
-                for family, seq in chunk:
-                    self._bury_family(extent.segment, family, seq)
+        entries = [Entry(f + bytes(8), 0, 0, 0, DEAD, 0, s) for f, s in zip(families, stamps)]
+        extent = self.reserve(Layout((), (), commit_size(len(entries))), counted=True)
+        if extent is None or not self._put_commit(extent, entries, stamp):
+            return False
+        with self._lock:
+            extent.segment.scanned = extent.end
+            extent.segment.last, extent.segment.last_seq = extent.start, stamp
+            for family, seq in zip(families, stamps):
+                self._bury_family(extent.segment, family, seq)
         return True
+
+    @property
+    def segment_bytes(self) -> int:
+        """Size at which a writer starts a new segment."""
+        return self._segment_bytes
+
+    def segments(self) -> list[Segment]:
+        with self._lock:
+            return list(self._segments.values())
+
+    def finished_segments(self) -> list[Segment]:
+        """The tenant's segments no writer appends to any more (what eviction may take)."""
+        with self._lock:
+            self.refresh()
+            return [s for s in self._segments.values() if self._alive(s) >= 0 and self._finished(s)]
+
+    def rotate(self) -> bool:
+        """Finish the segment being written, so eviction may take it; False when there is none."""
+        with self._lock:
+            writer = self._writer
+            if writer is None:
+                return False
+            self._stop_writing(writer, self._alive(writer))
+            return True
+
+    def segment_numbers(self, digests: Sequence[bytes]) -> list[int]:
+        """The number of the segment holding each digest's record (0: none); no look at the disk."""
+        with self._lock:
+            find, seg = self._index.find, self._index.segment_of
+            return [seg(rid) if rid >= 0 else 0 for rid in map(find, digests)]
 
     def _finished(self, segment: Segment) -> bool:
         """No writer will append to it again: ours and done, sealed, or its writer process is gone."""
@@ -752,26 +868,31 @@ class SegmentLog:
 
     @classmethod
     def tombstone_growth(cls, families: int) -> int:
-        """The most evicting ``families`` grows the store: a counted block-sized append per commit."""
-        return -(-families // TOMBS_PER_BLOCK) * cls.reservation(BLOCK)
+        """The most evicting ``families`` grows the store: one counted commit of their tombstones."""
+        return cls.reservation(commit_size(families)) if families else 0
 
     def compactable(self) -> list[tuple[Segment, int, int]]:
         """(segment, file bytes, the most compacting it grows the store before deleting it: its
         live records moved and its tombstones carried) of every finished segment of the tenant."""
-        counts: dict[Segment, list[int]] = {}
-        for _, loc in self.live():
-            held = counts.setdefault(loc.segment, [0, 0])
-            held[0] += 1
-            held[1] += loc.size
-        moved = {s: self.reservation(pad(commit_size(n) + size, BLOCK)) for s, (n, size) in counts.items()}
         with self._lock:
+            self.refresh()
             out = []
             for segment in list(self._segments.values()):
                 size = self._alive(segment)
                 if size >= 0 and self._finished(segment):
-                    growth = moved.get(segment, 0) + self.tombstone_growth(len(self._carried(segment)))
-                    out.append((segment, size, growth))
+                    out.append((segment, size, self.moving_growth(segment)))
             return out
+
+    def moving_growth(self, segment: Segment) -> int:
+        """The most compacting ``segment`` grows the store before deleting it: its indexed records
+        moved (evicted ones still counted: an overestimate) and its tombstones carried."""
+        count, held = self._live.get(segment, 0), self._held.get(segment, 0)
+        moved = self.reservation(pad(commit_size(count) + held, BLOCK)) if count else 0
+        return moved + self.tombstone_growth(len(self._carried(segment)))
+
+    def held(self, segment: Segment) -> int:
+        """Bytes of the records of ``segment`` the index points at."""
+        return self._held.get(segment, 0)
 
     def _carried(self, segment: Segment) -> list[tuple[bytes, int]]:
         """(family, sequence) of the tombstones in ``segment`` that must outlive it: the newest of
@@ -788,7 +909,7 @@ class SegmentLog:
 
     def compact(self, segment: Segment) -> bool:
         """Copy ``segment``'s live records (and tombstones still needed) forward, then delete it."""
-        moving = [(d, loc) for d, loc in self.live() if loc.segment is segment]
+        moving = self.records_in(segment)
         if moving and not self._move(moving):
             return False
         needed = self._carried(segment)
@@ -798,9 +919,7 @@ class SegmentLog:
         with self._lock:
             with contextlib.suppress(OSError):
                 os.unlink(segment.path)
-            self._live.pop(segment, None)
-            self._tombs.pop(segment, None)
-            self._index = {d: loc for d, loc in self._index.items() if loc.segment is not segment}
+            self._index.drop(self._index.in_segment(segment.number))
             self._retire(segment)
         self.last_swap = time.perf_counter() - started
         return True
@@ -837,9 +956,100 @@ class SegmentLog:
         with self._lock:
             extent.segment.scanned = extent.end
             for entry in entries:
-                self._move_index(entry.digest, Location.of(extent.segment, extent.start, entry, entry.seq))
+                self._place(
+                    entry.digest, Location.of(extent.segment, extent.start, entry, entry.seq), moved=True
+                )
         self.last_swap = max(self.last_swap, time.perf_counter() - started)
         return True
+
+    # -- checkpoints ---------------------------------------------------------------------------
+
+    def save_checkpoint(self) -> bool:
+        """Write the index as it stands (see :mod:`reference_backend.checkpoint`); under a budget
+        only where it fits beside the tenant's files, else the stale one is removed."""
+        with self._lock:
+            segments = [s for s in self._segments.values() if self._alive(s) >= 0]
+            rows = np.array(
+                [(s.number, s.ino, s.scanned, s.last, s.last_seq, s.sealed) for s in segments],
+                dtype=checkpoint.SEGMENT,
+            )
+            tombs = np.array(
+                [(s.number, f, q) for s in segments for f, q in self._tombs.get(s, {}).items()],
+                dtype=checkpoint.TOMB,
+            )
+            arrays = self._index.arrays()
+            size = rows.nbytes + tombs.nbytes + sum(a.nbytes for a in arrays.values()) + (64 << 10)
+            if self.cap and self.tenant_bytes() + size > self.cap:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.checkpoint_path)
+                return False
+            return checkpoint.save(
+                self.checkpoint_path, checkpoint.Saved([s.name for s in segments], rows, tombs, arrays)
+            )
+
+    def restore(self) -> bool:
+        """Start from the checkpoint where the log agrees with it; False (and an empty index, to
+        be built from the log) where it does not.
+
+        Every segment it names that still exists must be the same file (inode), hold at least the
+        bytes it scanned, and hold at ``last`` a commit of its own with the sequence number saved:
+        those are scanned on from where the checkpoint stopped. A segment it names that is gone
+        takes its records with it (the log deletes a segment only once nothing in it is the newest
+        of anything, or after moving or evicting what was); segments it does not name are scanned
+        whole, as on any look."""
+        saved = checkpoint.load(self.checkpoint_path)
+        if saved is None:
+            return False
+        opened: dict[int, Segment] = {}
+        for name, row in zip(saved.names, saved.segments):
+            path = os.path.join(self.folder, name)
+            if not name.endswith(self._suffix) or not os.path.exists(path):
+                continue
+            segment = self._open(path, own=False)
+            if segment is None or not self._agrees(segment, row):
+                self._forget_restored(opened, segment)
+                return False
+            segment.scanned, segment.sealed = int(row["scanned"]), bool(row["sealed"])
+            segment.last, segment.last_seq = int(row["last"]), int(row["last_seq"])
+            opened[int(row["number"])] = segment
+        try:
+            index = Index.from_arrays(saved.index)
+        except (KeyError, ValueError):
+            self._forget_restored(opened, None)
+            return False
+        numbers = index.column("segment")
+        index.drop(np.flatnonzero(~np.isin(numbers, np.fromiter(opened, np.uint32, len(opened)))))
+        index.renumber({old: s.number for old, s in opened.items()})
+        self._index = index
+        sizes, numbers = index.sizes(), index.column("segment")
+        for segment in opened.values():
+            mine = numbers == segment.number
+            self._live[segment] = int(mine.sum())
+            self._held[segment] = int(sizes[mine].sum())
+        for row in saved.tombs:
+            segment = opened.get(int(row["number"]))
+            if segment is not None:
+                self._bury_family(segment, bytes(row["family"]).ljust(8, b"\x00"), int(row["seq"]))
+        return True
+
+    def _agrees(self, segment: Segment, row: np.void) -> bool:
+        """Whether ``segment`` is the file the checkpoint scanned, and still holds what it saw."""
+        last = int(row["last"])
+        if segment.ino != int(row["ino"]) or self._alive(segment) < int(row["scanned"]):
+            return False
+        if last < 0:
+            return True
+        try:
+            head = decode_head(self._read(segment.fd, BLOCK, last), segment.id)
+        except OSError:
+            return False
+        return head is not None and head[2] == int(row["last_seq"])
+
+    def _forget_restored(self, opened: dict[int, Segment], failed: Segment | None) -> None:
+        """Undo a restore the log contradicted: the index is built from the log instead."""
+        for segment in [*opened.values(), *([failed] if failed is not None else [])]:
+            self._retire(segment)
+        self.bury()
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -847,11 +1057,14 @@ class SegmentLog:
         """Delete every segment under the root, whoever wrote it; the descriptors of those still
         held close at a later ``bury``."""
         with self._lock:
+            self._dead.clear()
+            self._tombs.clear()
             for segment in list(self._segments.values()):
                 self._retire(segment)
             self.bury()
-            self._index.clear()
+            self._index = Index()
             self._live.clear()
+            self._held.clear()
             self._dead.clear()
             self._tombs.clear()
             self._listing = (0, 0, 0, 0)
@@ -862,17 +1075,22 @@ class SegmentLog:
                             os.unlink(os.path.join(self.folder, name))
 
     def close(self) -> None:
-        """Seal our segment and close every descriptor; the caller guarantees that every holder
-        has let go."""
+        """Seal our segment, checkpoint the index and close every descriptor; the caller
+        guarantees that every holder has let go."""
         with self._lock:
             writer = self._writer
             if writer is not None and self._alive(writer) >= writer.scanned:
                 self._seal(writer)
+            if self.checkpoint_path and self._restored:
+                self.save_checkpoint()
+            self._dead.clear()
+            self._tombs.clear()
             for segment in list(self._segments.values()):
                 self._retire(segment)
             self.bury()
-            self._index.clear()
+            self._index = Index()
             self._live.clear()
+            self._held.clear()
             self._commit_buf.close()
             self._scan_buf.close()
 

@@ -470,29 +470,26 @@ def test_a_max_size_that_is_not_a_size_is_refused(typo) -> None:
         parse_size(typo)
 
 
-def test_a_chain_written_in_two_calls_is_evicted_tail_first(tmp_path: Path) -> None:
-    """The second call names the first's pages as its prefix: the chain's pages then share one
-    last use, and the chain policy orders them deepest first, so eviction only ever shortens it."""
+@pytest.mark.parametrize(("policy", "victim"), [("chain", "b"), ("lru", "a"), ("fifo", "a")])
+def test_a_prefix_read_keeps_its_head_under_the_chain_policy_alone(tmp_path: Path, policy, victim) -> None:
+    """Chains a, b and c, each in a segment of its own; c is then read naming a as its prefix.
+    The chain policy counts a as used with c, so b's segment goes first; lru and fifo take a's."""
     from conformance.interface import HiCacheStorageExtraInfo
-    from reference_backend.capacity import eviction_order
 
     pool = kv_pool()
-    backend = NixlBackend(
-        HiCacheStorageConfig(
-            0, 1, 0, 1, 0, 1, False, False, True, "org/model", extra_config={"max_size": "1Mi"}
-        ),
-        tmp_path,
-    )
+    backend = NixlBackend(config(max_size="1Mi", eviction_policy=policy, pin_seconds=0), tmp_path)
     try:
         backend.register_mem_pool_host(pool)
-        keys = [f"c{i}" for i in range(2 * PAGES)]
-        assert backend.batch_set_v1(keys[:PAGES], indices(pool, range(PAGES))) == [True] * PAGES
-        info = HiCacheStorageExtraInfo(prefix_keys=keys[:PAGES])
-        assert backend.batch_set_v1(keys[PAGES:], indices(pool, range(PAGES)), info) == [True] * PAGES
+        chains = {name: [f"{name}{i}" for i in range(PAGES)] for name in "abc"}
+        for keys in chains.values():
+            assert backend.batch_set_v1(keys, indices(pool, range(PAGES))) == [True] * PAGES
+            assert backend.log.rotate()
+        info = HiCacheStorageExtraInfo(prefix_keys=chains["a"])
+        assert backend.batch_get_v1(chains["c"], indices(pool, range(PAGES)), info) == [True] * PAGES
         assert backend.capacity is not None
-        families = backend.capacity._families(set())
-        depth = {f: families[f].depth for f in families}
-        order = [depth[f] for f in eviction_order(families, "chain")]
-        assert order == sorted(order, reverse=True) == list(range(2 * PAGES - 1, -1, -1))
+        chosen = backend.capacity._victim(set())
+        assert chosen is not None
+        held = {digest for digest, _ in backend.log.records_in(chosen)}
+        assert held == {backend.digest(str(PoolName.KV), k) for k in chains[victim]}
     finally:
         backend.close()

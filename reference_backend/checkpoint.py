@@ -1,0 +1,85 @@
+"""A checkpoint of the log's index, so that a restart reads one file instead of every commit.
+
+The segment log stays the truth; the checkpoint only saves the scan. It is written when a backend
+closes: numpy's uncompressed ``.npz`` (a zip whose every member carries a CRC-32, checked as it
+is read, so a torn or altered file fails to load), under a temporary name, synced, then renamed
+over the last one, so a reader meets the old checkpoint or the new one, never half of one.
+
+It holds the index's arrays, each segment's place in the scan (name, inode, bytes scanned,
+sealed, where its newest commit starts and that commit's sequence number) and the tombstones
+each segment holds. :meth:`reference_backend.log.SegmentLog.restore` trusts it only where the
+log agrees (see there); a checkpoint that is missing, torn, of another version or contradicted
+by a segment is ignored, and the index is built from the log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+
+VERSION = 1
+SEGMENT = np.dtype(
+    [
+        ("number", "<u4"),
+        ("ino", "<u8"),
+        ("scanned", "<u8"),
+        ("last", "<i8"),
+        ("last_seq", "<u8"),
+        ("sealed", "u1"),
+    ]
+)
+TOMB = np.dtype([("number", "<u4"), ("family", "S8"), ("seq", "<u8")])
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What a checkpoint holds."""
+
+    names: list[str]
+    segments: np.ndarray
+    """One ``SEGMENT`` row per name."""
+    tombs: np.ndarray
+    index: dict[str, np.ndarray]
+
+
+def save(path: str, saved: Saved) -> bool:
+    """Write ``saved`` to ``path`` whole or not at all; False when it could not be written."""
+    tmp = f"{path}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        with open(tmp, "wb") as out:
+            members = {
+                "version": np.array([VERSION]),
+                "names": np.array(saved.names, dtype=np.str_),
+                "segments": saved.segments,
+                "tombs": saved.tombs,
+                **{f"index_{k}": v for k, v in saved.index.items()},
+            }
+            np.savez(out, **members)  # type: ignore[arg-type]  # numpy types its keywords as options
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        return False
+
+
+def load(path: str) -> Saved | None:
+    """The checkpoint at ``path``, or None when there is none, it is torn, or of another version."""
+    try:
+        with np.load(path, allow_pickle=False) as files:
+            if files["version"].tolist() != [VERSION]:
+                return None
+            names = [str(n) for n in files["names"]]
+            segments, tombs = files["segments"], files["tombs"]
+            index = {k.removeprefix("index_"): files[k] for k in files.files if k.startswith("index_")}
+    except Exception:  # a torn zip raises zipfile's, numpy's or the OS's errors alike
+        return None
+    if segments.dtype != SEGMENT or tombs.dtype != TOMB or len(segments) != len(names):
+        return None
+    return Saved(names, segments, tombs, index)

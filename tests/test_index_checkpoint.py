@@ -1,0 +1,211 @@
+"""The compact index and its checkpoint: the index agrees with a dictionary through any history,
+and a restart trusts a checkpoint only where the segment log agrees with it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, note, settings
+from hypothesis import strategies as st
+
+from reference_backend.index import Index, Record
+from reference_backend.log import SegmentLog, Stamp
+from tests.test_bounded_store import write
+
+digests = st.binary(min_size=16, max_size=16)
+records = st.builds(
+    Record,
+    segment=st.integers(1, 4),
+    offset=st.integers(0, 1 << 40),
+    size=st.sampled_from([512, 4096, 16384]),
+    tag=st.integers(0, 3),
+    checksum=st.one_of(st.none(), st.integers(0, (1 << 64) - 1)),
+    seq=st.integers(0, 1 << 62),
+    depth=st.integers(0, 1000),
+)
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("put"), digests, records),
+        st.tuples(st.just("remove"), st.integers(0, 1 << 16)),
+        st.tuples(st.just("drop_segment"), st.integers(1, 4)),
+    ),
+    max_size=300,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(history=ops, crowd=st.integers(0, 3000))
+def test_the_index_agrees_with_a_dictionary_through_puts_removals_and_drops(history, crowd) -> None:
+    """``crowd`` records first, so the table grows and probe runs meet; then a drawn history."""
+    index, model = Index(), {}
+    rng = np.random.default_rng(crowd)
+    for raw in rng.integers(0, 255, (crowd, 16), dtype=np.uint8):
+        digest = raw.tobytes()
+        model[digest] = Record(1, 0, 512, 0, None, 1, 0)
+        index.put(digest, model[digest], index.find(digest))
+    for op in history:
+        note(repr(op))
+        if op[0] == "put":
+            _, digest, record = op
+            index.put(digest, record, index.find(digest))
+            model[digest] = record._replace(depth=min(record.depth, 32767))
+        elif op[0] == "remove" and model:
+            digest = sorted(model)[op[1] % len(model)]
+            index.remove(index.find(digest))
+            del model[digest]
+        elif op[0] == "drop_segment":
+            index.drop(index.in_segment(op[1]))
+            model = {d: r for d, r in model.items() if r.segment != op[1]}
+    assert len(index) == len(model)
+    for digest, record in model.items():
+        assert index.record(index.find(digest)) == record
+    restored = Index.from_arrays(index.arrays())
+    assert {d: restored.record(restored.find(d)) for d in model} == model
+    assert restored.find(b"\x01" * 16) == (-1 if b"\x01" * 16 not in model else restored.find(b"\x01" * 16))
+
+
+MEASURE = textwrap.dedent(
+    """
+    import numpy as np
+    from reference_backend.index import Index, Record
+    def rss():
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * 4096
+    count = 300_000
+    raw = np.random.default_rng(0).integers(0, 255, (count, 16), dtype=np.uint8)
+    record = Record(1, 0, 4096, 0, 7, 1, 0)
+    before = rss()
+    index = Index()
+    for row in raw:
+        index.put(row.tobytes(), record)
+    print((rss() - before) / count, index.nbytes / count)
+    """
+)
+
+
+def test_an_index_entry_takes_at_most_64_bytes_of_memory() -> None:
+    """Measured as the process's resident memory, in a process of its own."""
+    out = subprocess.run(
+        [sys.executable, "-c", MEASURE], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True
+    )
+    resident, counted = map(float, out.stdout.split())
+    assert resident <= 64 and counted <= 64, f"{resident:.1f} bytes resident, {counted:.1f} counted an entry"
+
+
+def stamps(round_: int, count: int = 8) -> list[Stamp]:
+    return [Stamp(f"{round_:08d}{i:08d}".encode(), 1, None) for i in range(count)]
+
+
+def open_log(root: Path, checkpoints: bool = True) -> SegmentLog:
+    return SegmentLog(
+        str(root), direct=False, fsync=False, segment_bytes=64 << 10, tenant="ab", checkpoints=checkpoints
+    )
+
+
+def view(log: SegmentLog) -> dict[bytes, tuple[str, int, int, int]]:
+    """What the log would serve: each digest's segment, offset, size and sequence."""
+    return {d: (loc.segment.name, loc.offset, loc.size, loc.seq) for d, loc in log.live()}
+
+
+def from_the_log(root: Path) -> dict[bytes, tuple[str, int, int, int]]:
+    log = open_log(root, checkpoints=False)
+    try:
+        return view(log)
+    finally:
+        log.close()
+
+
+def test_a_restart_starts_from_the_checkpoint_and_scans_on_from_it(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    for round_ in range(40):
+        write(log, stamps(round_))
+    log.refresh()
+    log.close()
+    later = open_log(tmp_path, checkpoints=False)  # a writer that crashed: no checkpoint of its own
+    for round_ in range(40, 60):
+        write(later, stamps(round_))
+    restarted = open_log(tmp_path)
+    try:
+        assert restarted.restore()
+        assert view(restarted) == from_the_log(tmp_path)
+        assert len(view(restarted)) == 60 * 8
+    finally:
+        restarted.close()
+        later.close()
+
+
+def test_a_torn_foreign_or_contradicted_checkpoint_is_never_trusted(tmp_path: Path) -> None:
+    log = open_log(tmp_path)
+    for round_ in range(30):
+        write(log, stamps(round_))
+    log.refresh()
+    log.close()
+    path = Path(open_log(tmp_path, checkpoints=True).checkpoint_path)
+    whole = path.read_bytes()
+    truth = from_the_log(tmp_path)
+    path.write_bytes(whole[: len(whole) // 2])  # torn
+    assert not open_log(tmp_path).restore()
+    path.write_bytes(whole.replace(b"\x93NUMPY", b"\x93NUMPZ", 1))  # not numpy's: another version
+    assert not open_log(tmp_path).restore()
+    path.write_bytes(whole)
+    assert open_log(tmp_path).restore()
+    segment = next((tmp_path / "segments").glob("*.seg"))
+    copy = segment.read_bytes()
+    segment.unlink()
+    segment.write_bytes(copy)  # the same name and bytes, another file: not the one scanned
+    contradicted = open_log(tmp_path)
+    assert not contradicted.restore()
+    contradicted.close()
+    rebuilt = open_log(tmp_path)
+    try:
+        assert view(rebuilt) == truth
+    finally:
+        rebuilt.close()
+
+
+CHILD = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from reference_backend.log import SegmentLog, Stamp
+    from tests.test_bounded_store import write
+    root = Path(sys.argv[1])
+    for round_ in range(10**6):
+        log = SegmentLog(str(root), direct=False, fsync=False, segment_bytes=1 << 20, tenant="ab",
+                         checkpoints=True)
+        log.refresh()
+        for batch in range(20):
+            write(log, [Stamp(f"{round_:08d}{batch:04d}{i:04d}".encode(), 1, None) for i in range(64)])
+        print(round_, flush=True)
+        log.close()  # the checkpoint: most of each round's time
+    """
+)
+
+
+def test_a_process_killed_while_it_checkpoints_leaves_a_restart_that_agrees_with_the_log(
+    tmp_path: Path,
+) -> None:
+    """A real process writes and checkpoints in a loop and is killed with SIGKILL at drawn moments;
+    every restart must serve exactly what the log holds."""
+    root = Path(__file__).resolve().parents[1]
+    for moment in (0.9, 1.3, 1.7):
+        child = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(tmp_path)], cwd=root, stdout=subprocess.PIPE, text=True
+        )
+        assert child.stdout is not None
+        child.stdout.readline()  # it has written a round: a checkpoint is being written now or soon
+        time.sleep(moment / 10)
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        restarted = open_log(tmp_path)
+        try:
+            assert view(restarted) == from_the_log(tmp_path)
+        finally:
+            restarted.close()

@@ -13,7 +13,6 @@ from conformance.capabilities import BackendSpec
 from conformance.interface import HiCacheStorageConfig
 from conformance.targets import NIXL_CAPABILITIES
 from reference_backend.backend import NixlBackend
-from reference_backend.capacity import TOMB_ROOM
 from reference_backend.log import Segment
 
 
@@ -38,7 +37,7 @@ class RecycledSegments(NixlBackend):
         """Room by overwriting the oldest finished segment from its start, as the next one written."""
         capacity, log = self.capacity, self.log
         assert capacity is not None
-        if capacity.stored() + need <= capacity.budget.ceiling - TOMB_ROOM or self._recycled is not None:
+        if capacity.stored() + need <= capacity.room or self._recycled is not None:
             return True
         finished = sorted((s for s, _, _ in log.compactable()), key=lambda s: s.name)
         if not finished:
@@ -46,8 +45,7 @@ class RecycledSegments(NixlBackend):
         old = finished[0]
         fd = os.open(old.path, os.O_RDWR | (os.O_DIRECT if self.settings.direct_io else 0))
         with log._lock:
-            log._index = {d: loc for d, loc in log._index.items() if loc.segment is not old}
-            log._live.pop(old, None)
+            log._index.drop(log._index.in_segment(old.number))
             log._retire(old)
             if log._writer is not None:
                 log._seal(log._writer)

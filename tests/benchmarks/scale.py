@@ -1,0 +1,972 @@
+"""The scale sweep: how the reference backend's cost grows with what it holds (issue 32).
+
+``python -m tests.benchmarks.scale [--quick] [--out DIR]`` fills one store to N entries of one
+16 KiB KV page each (64-page ``batch_set_v2`` calls of fresh keys, the same host pages every time)
+and at each N measures, through the backend's public API only:
+
+1. **per call**, on 64 pages: ``batch_get_v2`` of random stored keys, ``batch_set_v2`` of fresh
+   keys, ``batch_exists`` and ``batch_exists_v2`` of stored keys (median and p99 of many calls);
+2. **a restart**: a fresh process constructs a backend on the same folder and makes its first
+   ``batch_exists`` and ``batch_get_v2``, each timed; its RSS growth over N is what the index
+   costs per entry;
+3. **a byte budget** of half of what the fill writes (``pin_seconds`` 0): a fill of N entries
+   in a child process, each write timed: those below the budget against those past it, which
+   must evict, and the batches refused all False (a store that locks up). A wall-clock cap per N
+   and per write kills the child, so that a lock-up cannot hang the sweep;
+4. **growth**: each figure at N over the same figure at the smallest N, against the issue's
+   targets (per-call medians at most 1.3x; an evicting write at most 2x one that is not).
+
+Tables go to the console; with ``--out DIR``, ``DIR/scale.md`` and ``DIR/scale.png`` (default
+``docs/bench``). Stores live in a temporary folder (``--tmp``: on the disk to measure), removed
+at the end. ``--quick`` (1k, 10k, 100k) takes at most 10 minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import importlib.metadata
+import json
+import os
+import platform
+import queue
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from functools import partial
+from pathlib import Path
+from typing import Any, TextIO, TypeVar
+
+import numpy as np
+import torch
+
+from conformance.hostpools import MHAHostPool
+from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
+from reference_backend.backend import NixlBackend
+from tests.benchmarks.paired import write_back
+
+REPO = Path(__file__).resolve().parents[2]
+BATCH = 64
+PAGE_TOKENS = 64
+HEAD_DIM = 64
+PAGE_BYTES = 2 * PAGE_TOKENS * HEAD_DIM * 2
+"""K and V of 64 tokens, one layer, one head of 64 bf16: 16 KiB a page."""
+HOST = torch.arange(BATCH * PAGE_TOKENS, dtype=torch.int64)
+OPS = ("batch_get_v2", "batch_set_v2", "batch_exists", "batch_exists_v2")
+TARGET_GROWTH = 1.3
+TARGET_EVICTION = 2.0
+TARGET_RESTART_S = 1.0
+TARGET_ENTRY_BYTES = 64
+BELOW, EVICTING, BETWEEN = "below", "evicting", "between"
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one sweep measures."""
+
+    sizes: tuple[int, ...]
+    calls: int
+    """Timed calls of each op at each N."""
+    budget_sizes: tuple[int, ...]
+    budget_calls: int
+    """Writes past the budget the budgeted fill goes on to at least, to time them."""
+    budget_seconds: float
+    """Wall-clock cap of the budgeted part at one N (the child is killed, the figures kept)."""
+    write_cap: float
+    """Seconds one budgeted write may take before the child is killed as stuck."""
+    low_watermark: float = 100.0
+    """Percent of the budget eviction goes down to; 100: every write past the budget must evict."""
+    probe_timeout: float = 600.0
+
+
+FULL = Plan(
+    sizes=(1_000, 10_000, 100_000, 300_000, 1_000_000),
+    calls=200,
+    budget_sizes=(1_000, 10_000, 100_000, 300_000, 1_000_000),
+    budget_calls=200,
+    budget_seconds=300.0,
+    write_cap=90.0,
+)
+QUICK = Plan(
+    sizes=(1_000, 10_000, 100_000),
+    calls=200,
+    budget_sizes=(1_000, 10_000, 100_000),
+    budget_calls=200,
+    budget_seconds=150.0,
+    write_cap=90.0,
+)
+
+
+# -- the rig: one KV pool of 16 KiB pages, keys by number ----------------------------------------
+
+
+def kv_pool() -> MHAHostPool:
+    """64 host pages of 16 KiB (MHA, page_first), random bytes: every write reuses them."""
+    pool = MHAHostPool(
+        layer_num=1,
+        head_num=1,
+        head_dim=HEAD_DIM,
+        page_size=PAGE_TOKENS,
+        page_num=BATCH,
+        dtype=torch.bfloat16,
+        layout="page_first",
+    )
+    flat = pool.kv_buffer.view(torch.uint8).reshape(-1)
+    flat.copy_(torch.from_numpy(np.random.default_rng(0).integers(0, 256, flat.numel(), dtype=np.uint8)))
+    assert pool.page_nbytes() == PAGE_BYTES
+    return pool
+
+
+def storage_config(folder: Path, extra: dict[str, Any] | None = None) -> HiCacheStorageConfig:
+    """Buffered I/O, checksums on, as a new user gets it; ``extra`` adds the budget."""
+    return HiCacheStorageConfig(
+        0,
+        1,
+        0,
+        1,
+        0,
+        1,
+        False,
+        False,
+        True,
+        "bench/scale",
+        extra_config={"storage_dir": str(folder), **(extra or {})},
+    )
+
+
+def open_backend(folder: Path, pool: MHAHostPool, extra: dict[str, Any] | None = None) -> NixlBackend:
+    backend = NixlBackend(storage_config(folder, extra), folder)
+    backend.register_mem_host_pool_v2(pool, PoolName.KV)
+    return backend
+
+
+def key(i: int) -> str:
+    return f"scale-{i:09d}"
+
+
+def keys(ids: Sequence[int]) -> list[str]:
+    return [key(int(i)) for i in ids]
+
+
+def transfers(ids: Sequence[int]) -> list[PoolTransfer]:
+    """One KV batch: host pages 0.. under the keys of ``ids``."""
+    return [PoolTransfer(name=PoolName.KV, keys=keys(ids), host_indices=HOST[: len(ids) * PAGE_TOKENS])]
+
+
+def pages_ok(result: dict[str, list[bool]]) -> int:
+    return sum(sum(bool(v) for v in flags) for flags in result.values())
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of every file under ``folder``: what the store keeps on disk."""
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+class Store:
+    """One backend on one folder, and which keys it holds. Every write is of fresh keys, numbered
+    in order, so what is stored is always the run of ids ``[first, next)``."""
+
+    def __init__(self, folder: Path, pool: MHAHostPool, extra: dict[str, Any] | None = None) -> None:
+        self.folder = folder
+        self.backend = open_backend(folder, pool, extra)
+        self.first = self.next = 0
+
+    @property
+    def count(self) -> int:
+        return self.next - self.first
+
+    def fresh(self, n: int = BATCH) -> list[int]:
+        return list(range(self.next, self.next + n))
+
+    def stored(self, rng: np.random.Generator, n: int = BATCH) -> list[int]:
+        """``n`` distinct stored ids, drawn at random."""
+        return [self.first + int(i) for i in rng.choice(self.count, size=min(n, self.count), replace=False)]
+
+    def write(self, ids: list[int]) -> None:
+        """Store fresh ``ids`` (the next ones); a refused page is a broken sweep, not a figure."""
+        done = pages_ok(self.backend.batch_set_v2(transfers(ids)))
+        if done != len(ids):
+            raise RuntimeError(f"batch_set_v2 stored {done} of {len(ids)} pages at {self.count} entries")
+        self.next += len(ids)
+
+    def fill_to(self, n: int) -> float:
+        """Write 64-page batches of fresh keys until ``n`` entries are stored; seconds taken."""
+        started = time.perf_counter()
+        while self.count < n:
+            self.write(self.fresh(min(BATCH, n - self.count)))
+        return time.perf_counter() - started
+
+    def write_back(self) -> None:
+        """Flush the store's dirty pages (untimed): a fill's writeback is not the next call's cost."""
+        write_back([str(p) for p in self.folder.rglob("*") if p.is_file()])
+
+    def reset(self) -> None:
+        self.backend.clear()
+        self.first = self.next
+
+    def close(self) -> None:
+        self.backend.close()
+
+
+# -- figures --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stat:
+    """Median and p99 of some calls, in microseconds."""
+
+    median_us: float
+    p99_us: float
+    calls: int
+
+    @classmethod
+    def of(cls, seconds: Sequence[float]) -> Stat | None:
+        if not seconds:
+            return None
+        us = np.asarray(seconds, dtype=np.float64) * 1e6
+        return cls(float(np.median(us)), float(np.percentile(us, 99)), len(us))
+
+
+@dataclass
+class Calls:
+    """Per-call figures of the unbounded store at ``n`` entries."""
+
+    n: int
+    fill_seconds: float
+    fill_rate: float
+    """Entries a second the fill up to ``n`` stored (from what the previous N left)."""
+    entry_bytes: float
+    """Bytes on disk per stored entry after the fill (what the budgeted part takes half of)."""
+    ops: dict[str, Stat]
+    failures: int
+    """Calls that did not find or move all 64 pages (0 unless the backend is broken)."""
+
+
+@dataclass
+class Restart:
+    """A fresh process on the store of ``n`` entries: construction, then its first calls."""
+
+    n: int
+    construct_ms: float = 0.0
+    """``NixlBackend(...)`` and registering the pool."""
+    first_exists_ms: float = 0.0
+    first_get_ms: float = 0.0
+    second_exists_ms: float = 0.0
+    rss_growth: int = 0
+    """RSS after the first calls less RSS after imports and pool setup."""
+    ok: bool = True
+    error: str = ""
+
+    @property
+    def entry_bytes(self) -> float:
+        return self.rss_growth / self.n
+
+
+@dataclass
+class Budgeted:
+    """A fill of ``n`` entries under a budget of half of what it writes."""
+
+    n: int
+    budget: int
+    below: Stat | None = None
+    evicting: Stat | None = None
+    writes: int = 0
+    refused: int = 0
+    """Writes past the budget that stored no page (the lock-up)."""
+    partial: int = 0
+    seconds: float = 0.0
+    status: str = "ok"
+
+
+@dataclass
+class Sweep:
+    plan: Plan
+    calls: dict[int, Calls] = field(default_factory=dict)
+    restarts: dict[int, Restart] = field(default_factory=dict)
+    budgeted: dict[int, Budgeted] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+
+
+def store_rate(entries: int, seconds: float) -> float:
+    return entries / seconds if entries > 0 and seconds > 0 else 0.0
+
+
+def timed(call: Callable[[T], R], arg: T) -> tuple[float, R]:
+    """Seconds ``call(arg)`` took, and what it returned: the arguments are built before the clock."""
+    started = time.perf_counter()
+    value = call(arg)
+    return time.perf_counter() - started, value
+
+
+# -- 1. per call -----------------------------------------------------------------------------------
+
+
+def measure_reads(store: Store, calls: int, rng: np.random.Generator) -> tuple[dict[str, list[float]], int]:
+    """``calls`` of get, exists and exists_v2 on 64 random stored keys each, interleaved in a
+    rotating order so that a change in the machine's load falls on all three, and none always runs
+    right after the same other. Each call draws its own keys: two calls on the same keys would
+    find the second one's work done by the first (digests, caches). Arguments built before any timing."""
+    backend = store.backend
+    gets = [transfers(store.stored(rng)) for _ in range(calls)]
+    looks = [keys(store.stored(rng)) for _ in range(calls)]
+    looks_v2 = [keys(store.stored(rng)) for _ in range(calls)]
+    times: dict[str, list[float]] = {op: [] for op in OPS if op != "batch_set_v2"}
+    failures = 0
+
+    def get(batch: list[PoolTransfer]) -> bool:
+        return pages_ok(backend.batch_get_v2(batch)) == BATCH
+
+    def exists(names: list[str]) -> bool:
+        return backend.batch_exists(names) == BATCH
+
+    def exists_v2(names: list[str]) -> bool:
+        return backend.batch_exists_v2(names, []).kv_hit_pages == BATCH
+
+    for turn, (batch, names, names_v2) in enumerate(zip(gets, looks, looks_v2)):
+        steps: list[tuple[str, Callable[[], bool]]] = [
+            ("batch_get_v2", partial(get, batch)),
+            ("batch_exists", partial(exists, names)),
+            ("batch_exists_v2", partial(exists_v2, names_v2)),
+        ]
+        for op, call in steps[turn % 3 :] + steps[: turn % 3]:  # no op always follows the same one
+            started = time.perf_counter()
+            ok = call()
+            times[op].append(time.perf_counter() - started)
+            failures += not ok
+    return times, failures
+
+
+def measure_sets(store: Store, n: int, calls: int) -> tuple[list[float], int]:
+    """``calls`` writes of 64 fresh keys at ``n`` entries. They come in rounds that grow the store
+    by at most a quarter; before the next round it is cleared and filled back to ``n`` (untimed), so
+    that 200 writes at 1k are 200 writes at 1k-1.25k, not at 1k-13.8k."""
+    per_round = max(1, min(calls, n // BATCH // 4))
+    times: list[float] = []
+    failures = 0
+    while len(times) < calls:
+        if store.count > n:
+            store.reset()
+            store.fill_to(n)
+            store.write_back()
+        for _ in range(min(per_round, calls - len(times))):
+            ids = store.fresh()
+            seconds, stored = timed(store.backend.batch_set_v2, transfers(ids))
+            times.append(seconds)
+            failures += pages_ok(stored) != BATCH
+            store.next += BATCH
+    return times, failures
+
+
+# -- 2. restart --------------------------------------------------------------------------------------
+
+
+def _child(flag: str) -> list[str]:
+    return [sys.executable, "-m", "tests.benchmarks.scale", flag]
+
+
+def restart_probe(folder: Path, n: int, exists_ids: list[int], get_ids: list[int], timeout: float) -> Restart:
+    """Run :func:`probe_restart` in a fresh process on ``folder`` (holding ``n`` entries)."""
+    spec = {"folder": str(folder), "n": n, "exists": exists_ids, "get": get_ids}
+    try:
+        done = subprocess.run(
+            _child("--probe-restart"),
+            input=json.dumps(spec),
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return Restart(n, ok=False, error=f"timed out after {timeout:.0f} s")
+    lines = done.stdout.strip().splitlines()
+    if done.returncode or not lines:
+        return Restart(n, ok=False, error=f"exit {done.returncode}: {done.stderr.strip()[-300:]}")
+    return Restart(**json.loads(lines[-1]))
+
+
+def probe_restart(spec: dict[str, Any]) -> dict[str, Any]:
+    """In the fresh process: pool first (its memory is not the index), then each step timed."""
+    pool = kv_pool()
+    exists_keys, get_batch = keys(spec["exists"]), transfers(spec["get"])
+    second_keys = list(reversed(exists_keys))
+    gc.collect()
+    rss_before = rss_bytes()
+    folder = Path(spec["folder"])
+    construct, backend = timed(lambda f: open_backend(f, pool), folder)
+    first_exists, hits = timed(backend.batch_exists, exists_keys)
+    first_get, moved = timed(backend.batch_get_v2, get_batch)
+    second_exists, _ = timed(backend.batch_exists, second_keys)
+    got = pages_ok(moved)
+    rss_after = rss_bytes()
+    backend.close()
+    error = "" if hits == len(exists_keys) and got == len(spec["get"]) else f"exists {hits}, get {got} pages"
+    return {
+        "n": spec["n"],
+        "construct_ms": construct * 1e3,
+        "first_exists_ms": first_exists * 1e3,
+        "first_get_ms": first_get * 1e3,
+        "second_exists_ms": second_exists * 1e3,
+        "rss_growth": rss_after - rss_before,
+        "ok": not error,
+        "error": error,
+    }
+
+
+# -- 3. under a budget ---------------------------------------------------------------------------------
+
+
+def phase(index: int, entry_bytes: float, budget: int) -> str:
+    """Where the ``index``-th write of a budgeted fill falls: wholly below 90% of the budget
+    (nothing to evict), or begun once the fill had written the whole budget (the store is full: it
+    must evict), or between. The first write, which makes the store's files, is in neither."""
+    before = index * BATCH * entry_bytes
+    if index and before + BATCH * entry_bytes <= 0.9 * budget:
+        return BELOW
+    return EVICTING if before >= budget else BETWEEN
+
+
+def budget_extra(budget: int, low_watermark: float) -> dict[str, Any]:
+    return {
+        "max_size": budget,
+        "pin_seconds": 0,
+        "l3_cleaner_high_watermark": 100,
+        "l3_cleaner_low_watermark": low_watermark,
+    }
+
+
+def probe_budget(spec: dict[str, Any], out: TextIO) -> None:
+    """In the child: write 64 fresh keys at a time until ``n`` were written and ``calls`` writes
+    went past the budget; one JSON line per write (seconds, pages stored), flushed as it ends."""
+    pool = kv_pool()
+    folder = Path(spec["folder"])
+    backend = open_backend(folder, pool, budget_extra(spec["budget"], spec["low_watermark"]))
+    print(json.dumps({"ready": True}), file=out, flush=True)
+    index = past = 0
+    while index * BATCH < spec["n"] or past < spec["calls"]:
+        seconds, stored = timed(backend.batch_set_v2, transfers(range(index * BATCH, (index + 1) * BATCH)))
+        print(json.dumps({"s": seconds, "ok": pages_ok(stored)}), file=out, flush=True)
+        past += phase(index, spec["entry_bytes"], spec["budget"]) == EVICTING
+        index += 1
+    backend.close()
+
+
+def _lines(stream: TextIO, into: queue.Queue[str | None]) -> None:
+    for line in stream:
+        into.put(line)
+    into.put(None)
+
+
+def budgeted_fill(folder: Path, n: int, entry_bytes: float, plan: Plan) -> Budgeted:
+    """Run :func:`probe_budget` in a child and classify its writes; kill it at the caps."""
+    budget = int(n * entry_bytes / 2)
+    result = Budgeted(n, budget)
+    spec = {
+        "folder": str(folder),
+        "n": n,
+        "budget": budget,
+        "entry_bytes": entry_bytes,
+        "calls": plan.budget_calls,
+        "low_watermark": plan.low_watermark,
+    }
+    times: list[tuple[float, int]] = []
+    with tempfile.TemporaryFile("w+") as errors:
+        child = subprocess.Popen(
+            _child("--probe-budget"),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=errors,
+            text=True,
+            cwd=REPO,
+        )
+        assert child.stdin is not None and child.stdout is not None
+        child.stdin.write(json.dumps(spec))
+        child.stdin.close()
+        lines: queue.Queue[str | None] = queue.Queue()
+        reader = threading.Thread(target=_lines, args=(child.stdout, lines), daemon=True)
+        reader.start()
+        started = last = time.monotonic()
+        ready = False
+        while True:
+            now = time.monotonic()
+            if now - started > plan.budget_seconds:
+                result.status = f"timed out after {plan.budget_seconds:.0f} s" + (
+                    f" (a write in flight for {now - last:.1f} s)" if ready else ""
+                )
+                break
+            if ready and now - last > plan.write_cap:
+                result.status = f"a write ran past {plan.write_cap:.0f} s: killed"
+                break
+            with contextlib.suppress(queue.Empty):
+                line = lines.get(timeout=1.0)
+                if line is None:
+                    break
+                record = json.loads(line)
+                last = time.monotonic()
+                if record.get("ready"):
+                    ready = True
+                    continue
+                times.append((float(record["s"]), int(record["ok"])))
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+        reader.join(timeout=10)
+        if result.status == "ok" and child.returncode:
+            errors.seek(0)
+            result.status = f"child failed (exit {child.returncode}): {errors.read().strip()[-300:]}"
+    result.seconds = time.monotonic() - started
+    result.writes = len(times)
+    below = [s for i, (s, _) in enumerate(times) if phase(i, entry_bytes, budget) == BELOW]
+    past = [(s, ok) for i, (s, ok) in enumerate(times) if phase(i, entry_bytes, budget) != BELOW]
+    evicting = [s for i, (s, _) in enumerate(times) if phase(i, entry_bytes, budget) == EVICTING]
+    result.below, result.evicting = Stat.of(below), Stat.of(evicting)
+    result.refused = sum(ok == 0 for _, ok in past)
+    result.partial = sum(0 < ok < BATCH for _, ok in past)
+    return result
+
+
+# -- the sweep ---------------------------------------------------------------------------------------------
+
+
+def sweep(plan: Plan, root: Path, log: Callable[[str], None] = print) -> Sweep:
+    """Every N of ``plan`` on one growing store under ``root``, then the budgeted fills, each on
+    its own folder; every folder is removed once measured."""
+    result = Sweep(plan)
+    rng = np.random.default_rng(32)
+    pool = kv_pool()
+    folder = root / "unbounded"
+    store = Store(folder, pool)
+    try:
+        for n in plan.sizes:
+            before = store.count
+            fill = store.fill_to(n)
+            entry_bytes = folder_bytes(folder) / store.count
+            store.write_back()
+            reads, failures = measure_reads(store, plan.calls, rng)
+            restart = restart_probe(folder, n, store.stored(rng), store.stored(rng), plan.probe_timeout)
+            sets, set_failures = measure_sets(store, n, plan.calls)
+            ops = {op: Stat.of(reads.get(op, sets)) for op in OPS}
+            ops_done = {k: v for k, v in ops.items() if v}
+            calls = Calls(
+                n, fill, store_rate(n - before, fill), entry_bytes, ops_done, failures + set_failures
+            )
+            result.calls[n], result.restarts[n] = calls, restart
+            log(one_line(calls, restart))
+    finally:
+        store.close()
+        shutil.rmtree(folder, ignore_errors=True)
+    for n in plan.budget_sizes:
+        measured = [m for m in plan.sizes if m <= n] or list(plan.sizes[:1])
+        entry_bytes = result.calls[measured[-1]].entry_bytes
+        where = root / f"budget-{n}"
+        try:
+            result.budgeted[n] = budgeted_fill(where, n, entry_bytes, plan)
+        finally:
+            shutil.rmtree(where, ignore_errors=True)
+        log(one_line_budget(result.budgeted[n]))
+    return result
+
+
+# -- report ------------------------------------------------------------------------------------------------
+
+
+def label(n: int) -> str:
+    for unit, name in ((1_000_000, "M"), (1_000, "k")):
+        if n >= unit and n % (unit // 10) == 0:
+            return f"{n / unit:g}{name}"
+    return str(n)
+
+
+@dataclass
+class Table:
+    """Figures with N across, as the issue states them."""
+
+    title: str
+    columns: list[str]
+    rows: list[tuple[str, list[str]]] = field(default_factory=list)
+
+    def add(self, name: str, cells: Sequence[str]) -> None:
+        self.rows.append((name, list(cells)))
+
+    def markdown(self) -> list[str]:
+        return [
+            f"### {self.title}",
+            "",
+            "| " + " | ".join(self.columns) + " |",
+            "|---|" + "---:|" * (len(self.columns) - 1),
+            *(f"| {name} | " + " | ".join(cells) + " |" for name, cells in self.rows),
+            "",
+        ]
+
+
+def _num(value: float | None, fmt: str = "{:,.0f}") -> str:
+    return "-" if value is None else fmt.format(value)
+
+
+def _ms(us: float | None) -> str:
+    if us is None:
+        return "-"
+    return f"{us / 1e6:.2f} s" if us >= 1e6 else f"{us / 1e3:.2f} ms" if us >= 1e4 else f"{us:,.0f} us"
+
+
+def calls_table(data: Sweep) -> Table:
+    sizes = sorted(data.calls)
+    table = Table(
+        "Per call, 64 pages of 16 KiB, no budget (buffered I/O, checksums on)", ["", *map(label, sizes)]
+    )
+    for op in OPS:
+        for stat in ("median", "p99"):
+            table.add(
+                f"{op} {stat}",
+                [_ms(getattr(data.calls[n].ops.get(op), f"{stat}_us", None)) for n in sizes],
+            )
+    table.add("fill, entries/s", [_num(data.calls[n].fill_rate) for n in sizes])
+    table.add("bytes on disk per entry", [_num(data.calls[n].entry_bytes) for n in sizes])
+    table.add("calls that missed a page", [str(data.calls[n].failures) for n in sizes])
+    return table
+
+
+def restart_table(data: Sweep) -> Table:
+    sizes = sorted(data.restarts)
+    rs = [data.restarts[n] for n in sizes]
+    table = Table("After a restart: a fresh process on the same folder", ["", *map(label, sizes)])
+    table.add("construct + register", [_ms(r.construct_ms * 1e3) if r.ok else r.error for r in rs])
+    table.add("first batch_exists (64 stored)", [_ms(r.first_exists_ms * 1e3) for r in rs])
+    table.add("first batch_get_v2 (64 stored)", [_ms(r.first_get_ms * 1e3) for r in rs])
+    table.add("second batch_exists", [_ms(r.second_exists_ms * 1e3) for r in rs])
+    table.add("RSS growth, MiB", [f"{r.rss_growth / 2**20:.1f}" for r in rs])
+    table.add("RSS growth / N, bytes per entry", [_num(r.entry_bytes) for r in rs])
+    first = rs[0]
+    table.add(
+        "marginal bytes per entry (vs smallest N)",
+        ["-"] + [_num((r.rss_growth - first.rss_growth) / (r.n - first.n)) for r in rs[1:]],
+    )
+    return table
+
+
+def budget_table(data: Sweep) -> Table:
+    sizes = sorted(data.budgeted)
+    bs = [data.budgeted[n] for n in sizes]
+    low = data.plan.low_watermark
+    table = Table(
+        f"Under a byte budget of half of what the fill writes (pin_seconds 0, eviction down to {low:g}%)",
+        ["entries written", *map(label, sizes)],
+    )
+    table.add("budget, MB", [f"{b.budget / 1e6:.1f}" for b in bs])
+    table.add("writes timed (of 64 fresh keys)", [str(b.writes) for b in bs])
+    for name, pick in (("below the budget", "below"), ("past it (must evict)", "evicting")):
+        stats: list[Stat | None] = [getattr(b, pick) for b in bs]
+        table.add(f"{name}: writes", [str(s.calls) if s else "0" for s in stats])
+        table.add(f"{name}: median", [_ms(s.median_us) if s else "-" for s in stats])
+        table.add(f"{name}: p99", [_ms(s.p99_us) if s else "-" for s in stats])
+    for stat in ("median", "p99"):
+        table.add(f"evicting / below, {stat}", [_ratio(b.evicting, b.below, stat) for b in bs])
+    table.add("batches refused all False", [str(b.refused) for b in bs])
+    table.add("batches partly stored", [str(b.partial) for b in bs])
+    table.add("seconds", [f"{b.seconds:.0f}" for b in bs])
+    table.add("status", [b.status for b in bs])
+    return table
+
+
+def _ratio(over: Stat | None, under: Stat | None, stat: str) -> str:
+    if over is None or under is None:
+        return "-"
+    return f"{getattr(over, f'{stat}_us') / getattr(under, f'{stat}_us'):.2f}x"
+
+
+def growth_rows(data: Sweep) -> dict[str, dict[int, float]]:
+    """Each figure by N, for growth ratios and the chart."""
+    rows: dict[str, dict[int, float]] = {}
+    for op in OPS:
+        for stat in ("median", "p99"):
+            rows[f"{op} {stat}"] = {
+                n: getattr(c.ops[op], f"{stat}_us") for n, c in data.calls.items() if op in c.ops
+            }
+    rows["restart: construct + first batch_exists"] = {
+        n: (r.construct_ms + r.first_exists_ms) * 1e3 for n, r in data.restarts.items() if r.ok
+    }
+    rows["restart: first batch_get_v2"] = {n: r.first_get_ms * 1e3 for n, r in data.restarts.items() if r.ok}
+    for pick, name in (
+        ("below", "budgeted write below the budget"),
+        ("evicting", "budgeted write that evicts"),
+    ):
+        for stat in ("median", "p99"):
+            rows[f"{name}, {stat}"] = {
+                n: getattr(getattr(b, pick), f"{stat}_us")
+                for n, b in data.budgeted.items()
+                if getattr(b, pick) is not None
+            }
+    return rows
+
+
+def growth_table(data: Sweep) -> Table:
+    sizes = sorted(set(data.calls) | set(data.budgeted))
+    table = Table(
+        "Growth: each figure at N over the same figure at the smallest N", ["", *map(label, sizes), "target"]
+    )
+    for name, by_n in growth_rows(data).items():
+        if not by_n:
+            continue
+        base = by_n[min(by_n)]
+        target = f"≤ {TARGET_GROWTH}x" if name.endswith("median") and name.split()[0] in OPS else ""
+        table.add(name, [f"{by_n[n] / base:.2f}x" if n in by_n else "-" for n in sizes] + [target])
+    return table
+
+
+def targets(data: Sweep) -> list[str]:
+    """The issue's targets at what this sweep reached."""
+    out: list[str] = []
+    sizes = sorted(data.calls)
+    lo, hi = sizes[0], sizes[-1]
+    for op in OPS:
+        a, b = data.calls[lo].ops.get(op), data.calls[hi].ops.get(op)
+        if a and b:
+            g = b.median_us / a.median_us
+            out.append(
+                f"- {op} median, {label(lo)} -> {label(hi)}: {g:.2f}x ({_met(g <= TARGET_GROWTH)} ≤ 1.3x)"
+            )
+    for n, bud in sorted(data.budgeted.items()):
+        if bud.evicting and bud.below:
+            p50 = bud.evicting.median_us / bud.below.median_us
+            p99 = bud.evicting.p99_us / bud.below.p99_us
+            ok = p50 <= TARGET_EVICTION and p99 <= TARGET_EVICTION
+            out.append(
+                f"- {label(n)}: an evicting write is {p50:.2f}x (p50) and {p99:.2f}x (p99) one below the"
+                f" budget ({_met(ok)} ≤ 2x)"
+            )
+        else:
+            out.append(f"- {label(n)}: no evicting write measured ({bud.status})")
+        out.append(
+            f"- {label(n)}: {bud.refused} batches refused all False past the budget ({_met(not bud.refused)}"
+            " none); " + bud.status
+        )
+    r = data.restarts[hi]
+    if r.ok:
+        first = (r.construct_ms + r.first_exists_ms) / 1e3
+        out.append(
+            f"- restart at {label(hi)}: construct + first batch_exists {first:.2f} s"
+            f" ({_met(first <= TARGET_RESTART_S)} ≤ 1 s, the target is at 1M)"
+        )
+        if len(sizes) > 1:
+            marginal = (r.rss_growth - data.restarts[lo].rss_growth) / (r.n - lo)
+            out.append(
+                f"- index memory: {marginal:.0f} bytes per entry marginal, {lo}..{hi}"
+                f" ({_met(marginal <= TARGET_ENTRY_BYTES)} ≤ 64)"
+            )
+    return out
+
+
+def _met(ok: bool) -> str:
+    return "met:" if ok else "**not met**:"
+
+
+def one_line(calls: Calls, restart: Restart) -> str:
+    parts = [f"{label(calls.n)}: fill {calls.fill_seconds:.1f} s"]
+    parts += [f"{op} {_ms(s.median_us)} (p99 {_ms(s.p99_us)})" for op, s in calls.ops.items()]
+    if restart.ok:
+        parts.append(
+            f"restart: construct {restart.construct_ms:.1f} ms,"
+            f" first exists {restart.first_exists_ms:.1f} ms, first get {restart.first_get_ms:.1f} ms,"
+            f" RSS {restart.entry_bytes:.0f} B/entry"
+        )
+    else:
+        parts.append(f"restart failed: {restart.error}")
+    return "; ".join(parts)
+
+
+def one_line_budget(b: Budgeted) -> str:
+    def s(x: Stat | None) -> str:
+        return f"{_ms(x.median_us)} (p99 {_ms(x.p99_us)}, {x.calls} writes)" if x else "-"
+
+    return (
+        f"budget {label(b.n)} ({b.budget / 1e6:.1f} MB): below {s(b.below)}; evicting {s(b.evicting)};"
+        f" refused {b.refused}, partial {b.partial}; {b.seconds:.0f} s, {b.status}"
+    )
+
+
+def tables(data: Sweep) -> list[Table]:
+    out = [calls_table(data), restart_table(data)]
+    if data.budgeted:
+        out.append(budget_table(data))
+    out.append(growth_table(data))
+    return out
+
+
+METHOD = " ".join(
+    (
+        "How: one KV pool of 16 KiB pages (MHA page_first, 1 layer, 1 head of 64, bf16), default config;",
+        "the store is filled with 64-page batch_set_v2 calls of fresh keys from the same host pages, and",
+        "its dirty pages are written back (untimed). Gets, exists and exists_v2 each name their own 64",
+        "random stored keys, in a rotating order; a set names 64 fresh ones, in rounds that grow the store",
+        "by at most a quarter (refilled untimed). A restart runs in a fresh process: RSS growth is RSS",
+        "after its first calls less RSS after imports and pool setup. The budgeted fill runs in a child",
+        "process: a write is *below* when the fill stays under 90% of the budget with it (the first write,",
+        "which makes the files, aside), *past* (it must evict) once the fill had written the whole budget",
+        "before it.",
+    )
+)
+
+
+def markdown(data: Sweep) -> str:
+    env, plan = data.environment, data.plan
+    lines = [
+        "# Scale sweep: cost against entries stored",
+        "",
+        *(f"- {k}: {v}" for k, v in env.items()),
+        f"- plan: N {', '.join(map(label, plan.sizes))}; {plan.calls} calls per op and N;"
+        f" budgeted N {', '.join(map(label, plan.budget_sizes))}, capped at {plan.budget_seconds:.0f} s each"
+        f" and {plan.write_cap:.0f} s a write",
+        "",
+        METHOD,
+        "",
+        "## Targets (issue 32)",
+        "",
+        *targets(data),
+        "",
+    ]
+    for table in tables(data):
+        lines += table.markdown()
+    return "\n".join(lines)
+
+
+def chart(data: Sweep, out: Path) -> None:
+    """Medians against N, log-log: per-call cost, budgeted writes, and a restart's first call."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = growth_rows(data)
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5))
+    panels: tuple[tuple[Any, str, Callable[[str], bool]], ...] = (
+        (axes[0], "per call, 64 pages: median us per op", lambda k: k.endswith("median")),
+        (axes[1], "restart: first calls (us)", lambda k: k.startswith("restart")),
+    )
+    for ax, title, pick in panels:
+        for name, by_n in rows.items():
+            if pick(name) and by_n:
+                xs = sorted(by_n)
+                style = "--" if name.startswith("budgeted") else "-"
+                ax.plot(xs, [by_n[n] for n in xs], style, marker="o", label=name)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("entries stored (N)")
+        ax.set_title(title)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7)
+    fig.suptitle("Reference backend at scale: 16 KiB pages, 64-page batches, buffered I/O")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def environment(root: Path, label_text: str | None) -> dict[str, Any]:
+    from tests.benchmarks.run import file_system
+
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=REPO
+    ).stdout.strip()
+    cpu = next(
+        (
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if "model name" in ln
+        ),
+        platform.processor(),
+    )
+    env: dict[str, Any] = {"run": label_text} if label_text else {}
+    env.update(
+        {
+            "commit": commit or "unknown",
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+            "machine": f"{cpu}, {os.cpu_count()} cores, kernel {platform.release()}",
+            "file system": file_system(root),
+            "NIXL": importlib.metadata.version("nixl"),
+            "load average before": [round(x, 1) for x in os.getloadavg()],
+        }
+    )
+    return env
+
+
+def write_report(data: Sweep, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "scale.md").write_text(markdown(data))
+    chart(data, out / "scale.png")
+
+
+@contextlib.contextmanager
+def scratch(parent: Path | None) -> Iterator[Path]:
+    root = Path(tempfile.mkdtemp(prefix="hicache-scale-", dir=parent))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="N up to 100k: at most 10 minutes on 2 cores")
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "bench", help="folder for scale.md/.png")
+    parser.add_argument("--tmp", type=Path, default=None, help="where the stores go (a temp folder under it)")
+    parser.add_argument("--sizes", type=int, nargs="+", help="N to sweep (default: the plan's)")
+    parser.add_argument(
+        "--budget-sizes", type=int, nargs="*", help="N of the budgeted part (default: the plan's)"
+    )
+    parser.add_argument("--calls", type=int, help="timed calls per op and N")
+    parser.add_argument(
+        "--low-watermark", type=float, help="percent eviction goes down to (100: every write)"
+    )
+    parser.add_argument("--label", help="a line naming the run in the report")
+    parser.add_argument("--json", type=Path, help="also write the raw figures here")
+    parser.add_argument("--probe-restart", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--probe-budget", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("NIXL_LOG_LEVEL", "WARN")
+    if args.probe_restart:
+        print(json.dumps(probe_restart(json.loads(sys.stdin.read()))), flush=True)
+        return 0
+    if args.probe_budget:
+        probe_budget(json.loads(sys.stdin.read()), sys.stdout)
+        return 0
+    plan = QUICK if args.quick else FULL
+    plan = replace(
+        plan,
+        sizes=tuple(args.sizes) if args.sizes else plan.sizes,
+        budget_sizes=tuple(args.budget_sizes) if args.budget_sizes is not None else plan.budget_sizes,
+        calls=args.calls or plan.calls,
+        low_watermark=args.low_watermark if args.low_watermark is not None else plan.low_watermark,
+    )
+    started = time.perf_counter()
+    with scratch(args.tmp) as root:
+        env = environment(root, args.label)
+        data = sweep(plan, root)
+    env["seconds"] = round(time.perf_counter() - started, 1)
+    env["load average after"] = [round(x, 1) for x in os.getloadavg()]
+    data.environment = env
+    print()
+    for table in tables(data):
+        print("\n".join(table.markdown()))
+    print("\n".join(targets(data)))
+    if args.json:
+        args.json.write_text(json.dumps(asdict(data), indent=1))
+    if args.out:
+        write_report(data, args.out)
+        print(f"wrote {args.out}/scale.md and scale.png", file=sys.stderr)
+    print(f"sweep took {env['seconds']} s", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

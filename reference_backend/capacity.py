@@ -11,24 +11,31 @@ are on disk (its segment is sized) before the lock is let go, so every process c
 
 **Whole entries.** An entry is every pool's record of one key, for every rank: a *family*, the
 first 8 bytes of every record digest (:func:`reference_backend.naming.family_digest`). Eviction
-writes a tombstone for the family, which every process applies to records older than it, and then
-compacts: segments that are finished and mostly dead have their live records copied forward
-(keeping their sequence numbers, so a newer version written meanwhile still wins) and are
-deleted. Records being written are in no finished segment, so they are never victims, and
-neither is an entry the instance's current or previous write named: the controller writes an
-entry in calls (KV pages, then each side pool's), and pages written after a tombstone would
-outlive it. Every step eviction takes is checked first against the limit (the log's ``cap``), so
-the store never holds more than the budget, not even between a compaction's copy and its delete.
+writes a tombstone for the family, which every process applies to records older than it.
+Records being written are in no finished segment, so they are never victims, and neither is an
+entry the instance's current or previous write named: the controller writes an entry in calls
+(KV pages, then each side pool's), and pages written after a tombstone would outlive it. Every
+step eviction takes is checked first against the limit (the log's ``cap``), so the store never
+holds more than the budget, not even between a copy and a delete.
+
+**Whole segments.** Eviction frees a finished segment at a time: every family with a record in
+it is tombstoned in one commit, the records that may not go are copied forward, and the file is
+deleted. Its cost is what that segment holds, never a walk of the index, and it always frees
+space: room for one segment's tombstones (``Capacity.headroom``) is kept below the ceiling, so a
+full store, however fragmented, can always make room for a write that fits once unpinned entries
+go. A batch that cannot fit is refused whole, in one decision.
 
 **In use.** An entry ``exists`` reports is pinned for ``pin_seconds`` (30 by default) in a table
-every process of the tenant reads before it evicts. A get that races an eviction reads the
-segment through a descriptor it holds, so it gets the whole record or, once the index has
-dropped it, False.
+every process of the tenant maps; a pin and a check of one are O(1). Eviction copies a pinned
+entry's records forward instead of evicting them. A get that races an eviction reads the segment
+through a descriptor it holds, so it gets the whole record or, once the index has dropped it,
+False.
 
-**Least useful first** (``eviction_policy``, ``chain`` by default): families by last use, reads
-and writes counting, where a write or read that names ``prefix_keys`` uses the whole prefix too;
-among equally recent ones, deeper pages first, so what stays is still a usable prefix. ``lru``
-(last use only) and ``fifo`` (write order, upstream's cleaner) are there to be measured against.
+**Least useful first** (``eviction_policy``, ``chain`` by default): the victim is the finished
+segment whose records were used least recently (reads and writes counting), where under
+``chain`` a read or write that names ``prefix_keys`` uses the prefix's records too, so a chain's
+head outlives segments of its tails. ``lru`` (the call's own records only) and ``fifo`` (the
+oldest segment) are there to be measured against.
 """
 
 from __future__ import annotations
@@ -58,8 +65,8 @@ _SIZE = re.compile(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)")
 PIN = np.dtype([("family", "<u8"), ("until", "<i8")])
 """One slot of the pin table: a family and the wall-clock nanosecond its pin runs out."""
 TOMB_ROOM = 4 * 4096
-"""Bytes kept below the limit for the tombstones (a block each) that eviction writes before it
-can free anything: writes are admitted up to the high watermark less this."""
+"""Bytes kept below the limit beside one segment's tombstones (``Capacity.headroom``): the seal
+and commit blocks eviction itself may write before it frees anything."""
 
 
 def parse_size(value: Any) -> int:
@@ -321,15 +328,6 @@ class Capacity:
     def room(self) -> int:
         """The most a write may take the tenant's files to."""
         return self.budget.ceiling - self.headroom
-
-    def fits(self, layout: Layout) -> bool:
-        """Whether a batch of ``layout`` could ever be admitted: one decision, taken before any
-        eviction, so a batch that never fits is refused whole, not page by page."""
-        return not self.enabled or self.stored_floor() + self.log.reservation(layout.size) <= self.room
-
-    def stored_floor(self) -> int:
-        """What the tenant always holds: its pin table."""
-        return self.pins.size
 
     def reserve(self, layout: Layout) -> Extent | None:
         """An extent for ``layout``, sized on disk within the budget, or None when even evicting

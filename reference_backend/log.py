@@ -328,7 +328,6 @@ class SegmentLog:
         self._suffix = f".{tenant}{SUFFIX}" if tenant else SUFFIX
         self.checkpoint_path = os.path.join(self.folder, f"index.{tenant}.ckpt") if checkpoints else ""
         """Where the index is checkpointed at close and restored from at start ("": never)."""
-        self._restored = not checkpoints
         self._dead: dict[bytes, int] = {}
         """Family -> sequence of its newest tombstone: older records of the family are evicted."""
         self._tombs: dict[Segment, dict[bytes, int]] = {}
@@ -359,6 +358,10 @@ class SegmentLog:
         """This thread's current look (``one_look``): the sizes of the segments it has checked."""
         self._commit_buf = _Aligned()
         self._scan_buf = _Aligned()
+        self.restored = bool(self.checkpoint_path) and self.restore()
+        """Whether the index started from a checkpoint (before any commit of ours, which it would
+        otherwise replace)."""
+        self._looked_once = False
 
     # -- files ---------------------------------------------------------------------------------
 
@@ -624,9 +627,7 @@ class SegmentLog:
     def refresh(self) -> None:
         """Pick up segments and commits other writers added since the last look."""
         with self._lock:
-            if not self._restored:
-                self._restored = True
-                self.restore()
+            self._looked_once = True
             if self._folder_changed():
                 try:
                     names = sorted(n for n in os.listdir(self.folder) if n.endswith(self._suffix))
@@ -1081,7 +1082,7 @@ class SegmentLog:
             writer = self._writer
             if writer is not None and self._alive(writer) >= writer.scanned:
                 self._seal(writer)
-            if self.checkpoint_path and self._restored:
+            if self.checkpoint_path and self._looked_once:
                 self.save_checkpoint()
             self._dead.clear()
             self._tombs.clear()

@@ -93,7 +93,10 @@ MEASURE = textwrap.dedent(
 def test_an_index_entry_takes_at_most_64_bytes_of_memory() -> None:
     """Measured as the process's resident memory, in a process of its own."""
     out = subprocess.run(
-        [sys.executable, "-c", MEASURE], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True
+        [sys.executable, "-c", MEASURE],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
     )
     resident, counted = map(float, out.stdout.split())
     assert resident <= 64 and counted <= 64, f"{resident:.1f} bytes resident, {counted:.1f} counted an entry"
@@ -133,7 +136,7 @@ def test_a_restart_starts_from_the_checkpoint_and_scans_on_from_it(tmp_path: Pat
         write(later, stamps(round_))
     restarted = open_log(tmp_path)
     try:
-        assert restarted.restore()
+        assert restarted.restored
         assert view(restarted) == from_the_log(tmp_path)
         assert len(view(restarted)) == 60 * 8
     finally:
@@ -151,17 +154,17 @@ def test_a_torn_foreign_or_contradicted_checkpoint_is_never_trusted(tmp_path: Pa
     whole = path.read_bytes()
     truth = from_the_log(tmp_path)
     path.write_bytes(whole[: len(whole) // 2])  # torn
-    assert not open_log(tmp_path).restore()
+    assert not open_log(tmp_path).restored
     path.write_bytes(whole.replace(b"\x93NUMPY", b"\x93NUMPZ", 1))  # not numpy's: another version
-    assert not open_log(tmp_path).restore()
+    assert not open_log(tmp_path).restored
     path.write_bytes(whole)
-    assert open_log(tmp_path).restore()
+    assert open_log(tmp_path).restored
     segment = next((tmp_path / "segments").glob("*.seg"))
     copy = segment.read_bytes()
     segment.unlink()
     segment.write_bytes(copy)  # the same name and bytes, another file: not the one scanned
     contradicted = open_log(tmp_path)
-    assert not contradicted.restore()
+    assert not contradicted.restored
     contradicted.close()
     rebuilt = open_log(tmp_path)
     try:

@@ -206,6 +206,12 @@ BROKEN = [
         "test_capacity_and_eviction",
         "test_eviction_in_one_deployment_never_removes_another_deployments_entries",
     ),
+    # issue 32, a full store never locks up
+    (
+        "compaction_without_headroom",
+        "test_capacity_and_eviction",
+        "test_a_full_store_keeps_accepting_writes_that_fit_once_unpinned_entries_go",
+    ),
     # what the controller hands over: sliced index tensors, and nothing handed may change
     (
         "offset_blind_indices",

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
 from conformance.folder_peak import FolderPeak, held_at_once
@@ -40,6 +40,12 @@ BUDGETS = st.sampled_from([256 << 10, 384 << 10, 512 << 10])
 """Budgets of a few hundred KiB: room for tens of batches, so a short stream must evict."""
 FLOOD = 3
 """A stream writes this many budgets' worth of fresh pages."""
+LONG = 12
+"""The long run writes this many budgets' worth: the store fills, fragments and refills many times."""
+WRITES = 500
+"""...or this many batches, where they are small: a run stays seconds long."""
+ANY_BUDGET = st.integers(160 << 10, 512 << 10)
+"""Budgets of any size from 160 KiB (four of the largest batches) to 512 KiB, not only round ones."""
 FEW = settings(max_examples=max(2, settings().max_examples // 4))
 ONE = settings(max_examples=max(1, settings().max_examples // 12))
 
@@ -127,6 +133,107 @@ def test_stored_bytes_stay_within_the_budget_under_a_stream_of_fresh_writes(
         )
         got = readable(rig, keys, fill(rig, seed, 1, len(keys)))
         assert all(all(flags) for flags in got.values()), f"the newest batch does not read back: {got}"
+
+
+@pytest.mark.hicache_requires("bounded_capacity")
+@FEW
+@given(
+    budget=ANY_BUDGET,
+    seed=payload_seeds,
+    sizes=st.lists(st.integers(1, PAGES), min_size=1, max_size=4),
+    overwrite_every=st.integers(2, 5),
+    back=st.integers(1, 12),
+    restart_every=st.integers(3, 12),
+)
+def test_a_full_store_keeps_accepting_writes_that_fit_once_unpinned_entries_go(
+    hicache_target: Target,
+    budget: int,
+    seed: int,
+    sizes: list[int],
+    overwrite_every: int,
+    back: int,
+    restart_every: int,
+) -> None:
+    """A full store never locks up: every later batch a small share of the budget is stored and reads back.
+
+    ``LONG`` budgets' worth of batches (``WRITES`` at most), their sizes going round ``sizes``:
+    every ``overwrite_every``-th batch writes the keys of the batch ``back`` batches before it
+    again, in new bytes, and a backend that persists is restarted before every ``restart_every``-th.
+    No exists is asked, so nothing is pinned and whatever earlier writes left may be evicted: a batch
+    of at most ``PAGES`` pages must be stored long after the store has filled and fragmented. A
+    store that frees space only by steps that first need free space (a compaction's copy, a
+    tombstone) refuses every write from then on: this is where it shows. The folder stays within
+    the budget after every write, where the backend keeps files."""
+    target = bounded(hicache_target, budget)
+    geometry = load_geometry(FAMILY)
+    restarts = target.caps.persistence
+    with target.storage() as storage:
+        rig = Rig(target, geometry, storage, page_num=PAGES)
+        try:
+            batch_bytes = PAGES * page_bytes(rig)
+            assert 4 * batch_bytes <= budget, "a batch must be a small share of the budget"
+            note(
+                f"budget {budget} bytes, batches of up to {batch_bytes} payload bytes, {LONG} budgets' "
+                f"worth or {WRITES} batches; restarts {'on' if restarts else 'off (no persistence claimed)'}"
+            )
+            batches: list[list[str]] = []
+            versions: dict[str, list[dict[PoolName, bytes]]] = {}  # each key's bytes, oldest first
+            written = overwrites = restarted = 0
+            round_ = 0
+            while written < LONG * budget and round_ < WRITES:
+                if restarts and round_ and round_ % restart_every == 0:
+                    rig.close()
+                    rig = Rig(target, geometry, storage, page_num=PAGES)
+                    restarted += 1
+                again = round_ % overwrite_every == overwrite_every - 1 and len(batches) >= back
+                keys = (
+                    batches[-back] if again else [f"w{round_}-{i}" for i in range(sizes[round_ % len(sizes)])]
+                )
+                pages = fill(rig, seed, round_, len(keys))
+                began = time.monotonic()
+                got = store(rig, keys)
+                took = time.monotonic() - began
+                overwrites += again
+                history = (
+                    f"write {round_} ({'an overwrite of write ' + str(round_ - back) if again else 'fresh'}, "
+                    f"{len(keys)} keys) after {written} payload bytes ({written / budget:.1f} budgets) "
+                    f"under a budget of {budget}, {overwrites} overwrites and {restarted} restarts"
+                )
+                assert all(all(flags) for flags in got.values()), (
+                    f"{history}: refused in {took:.2f} s, though evicting unpinned entries makes room: {got}"
+                )
+                if target.caps.stores_files:
+                    held = held_at_once(storage)
+                    assert held <= budget, f"{history}: {held} bytes stored"
+                for i, key in enumerate(keys):
+                    versions.setdefault(key, []).append({name: pages[name][i] for name in pages})
+                _reads_back_a_version(rig, keys, versions, target.caps.overwrites, history)
+                batches.append(keys)
+                written += len(keys) * page_bytes(rig)
+                round_ += 1
+        finally:
+            rig.close()
+
+
+def _reads_back_a_version(
+    rig: Rig,
+    keys: list[str],
+    versions: dict[str, list[dict[PoolName, bytes]]],
+    overwrites: bool,
+    history: str,
+) -> None:
+    """Every key of the batch just stored reads back in every pool: its newest bytes, or, where a
+    second set of a stored key writes nothing (first write wins), any bytes it was ever set to."""
+    for name in rig.pools:
+        rig.pool(name).fill(0)
+        got = rig.get(name, keys, range(len(keys)))
+        assert all(got), f"{history}: stored, then {name} read back {got}"
+        for page, key in enumerate(keys):
+            held = rig.take(name, page)
+            wanted = versions[key] if not overwrites else versions[key][-1:]
+            if not any(held == v[name] for v in wanted):
+                problem = byte_difference(held, wanted[-1][name])
+                raise AssertionError(f"{history}: {name} {key!r} read back other bytes: {problem}")
 
 
 @pytest.mark.hicache_requires("bounded_capacity", "stores_files", "persistence", "multiprocess")

@@ -6,7 +6,7 @@ in ``[0, len)``: the digest as two 64-bit words (the family, then the rest), the
 the segment, the record's shape (an index into a small table of (size, tag) pairs: every record of
 one pool shares one), its flags (checksummed, depth in its prefix chain), offset, checksum and
 sequence number: 48 bytes. A table of 32-bit slots (record id + 1; 0 is empty), linear probing from
-the digest's last word, at most 70% full, finds them: 6 to 12 more bytes an entry, and a lookup
+a hash of the digest, at most 70% full, finds them: 6 to 12 more bytes an entry, and a lookup
 touches one or two slots whatever the count. Removing a record moves the last one into its place,
 and the probe run it leaves is mended by shifting later entries back, so nothing is ever marked
 deleted and nothing is left to sweep.
@@ -44,6 +44,10 @@ DEPTH_LIMIT = (1 << 15) - 1
 _DIGEST = struct.Struct("<QQ")
 _SHAPES_LIMIT = 1 << 16
 _MIN_SLOTS = 1 << 10
+_MIX = 0x9E3779B97F4A7C15
+"""Fibonacci hashing: a slot is the top bits of (family ^ rest) times this, so digests that are not
+uniformly random (a test's, a tool's) still spread over the table."""
+_WORD = (1 << 64) - 1
 _CHUNK = 1 << 16
 """Records a rehash places per vectorized round: its scratch arrays stay small and are reused."""
 
@@ -119,7 +123,8 @@ class Index:
         for start in range(0, self._n, _CHUNK):
             end = min(start + _CHUNK, self._n)
             ids = np.arange(start + 1, end + 1, dtype=np.uint32)
-            pos = (self._cols["rest"][start:end] & np.uint64(mask)).astype(np.int64)
+            mixed = (self._cols["family"][start:end] ^ self._cols["rest"][start:end]) * np.uint64(_MIX)
+            pos = ((mixed >> np.uint64(32)) & np.uint64(mask)).astype(np.int64)
             pending = np.arange(end - start)
             while pending.size:
                 free = table[pos[pending]] == 0
@@ -148,7 +153,7 @@ class Index:
         """The record id of ``digest``, or -1."""
         family, rest = _DIGEST.unpack(digest)
         slots, fam, res, mask = self._slots, self._views["family"], self._views["rest"], self._mask
-        at = rest & mask
+        at = ((family ^ rest) * _MIX & _WORD) >> 32 & mask
         while True:
             held = slots[at]
             if not held:
@@ -185,7 +190,7 @@ class Index:
             family, rest = _DIGEST.unpack(digest)
             v = self._views
             v["family"][rid], v["rest"][rid] = family, rest
-            at = rest & self._mask
+            at = ((family ^ rest) * _MIX & _WORD) >> 32 & self._mask
             while self._slots[at]:
                 at = (at + 1) & self._mask
             self._slots[at] = rid + 1
@@ -213,7 +218,8 @@ class Index:
         self._n = last
 
     def _home(self, rid: int) -> int:
-        return int(self._views["rest"][rid]) & self._mask
+        mixed = (self._views["family"][rid] ^ self._views["rest"][rid]) * _MIX & _WORD
+        return int(mixed >> 32 & self._mask)
 
     def _slot(self, rid: int) -> None:
         at = self._home(rid)

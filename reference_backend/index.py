@@ -45,9 +45,25 @@ _DIGEST = struct.Struct("<QQ")
 _SHAPES_LIMIT = 1 << 16
 _MIN_SLOTS = 1 << 10
 _MIX = 0x9E3779B97F4A7C15
-"""Fibonacci hashing: a slot is the top bits of (family ^ rest) times this, so digests that are not
-uniformly random (a test's, a tool's) still spread over the table."""
+"""Fibonacci hashing: both words are multiplied in, so digests that are not uniformly random (a
+test's, a tool's) still spread over the table."""
 _WORD = (1 << 64) - 1
+
+
+def _home(family: int, rest: int, mask: int) -> int:
+    """The slot a digest's probe starts at: the top bits of ((family * MIX) ^ rest) * MIX, as many
+    as the table has slots (the top bits of a product depend on every bit of its factors)."""
+    return int(((family * _MIX & _WORD) ^ rest) * _MIX & _WORD) >> (64 - mask.bit_length())
+
+
+def _homes(family: np.ndarray, rest: np.ndarray, mask: int) -> np.ndarray:
+    """``_home`` of many digests (numpy's uint64 products wrap as ``& _WORD`` does)."""
+    mix = np.uint64(_MIX)
+    mixed = ((family * mix) ^ rest) * mix
+    homes: np.ndarray = (mixed >> np.uint64(64 - mask.bit_length())).astype(np.int64)
+    return homes
+
+
 _CHUNK = 1 << 16
 """Records a rehash places per vectorized round: its scratch arrays stay small and are reused."""
 
@@ -123,8 +139,7 @@ class Index:
         for start in range(0, self._n, _CHUNK):
             end = min(start + _CHUNK, self._n)
             ids = np.arange(start + 1, end + 1, dtype=np.uint32)
-            mixed = (self._cols["family"][start:end] ^ self._cols["rest"][start:end]) * np.uint64(_MIX)
-            pos = ((mixed >> np.uint64(32)) & np.uint64(mask)).astype(np.int64)
+            pos = _homes(self._cols["family"][start:end], self._cols["rest"][start:end], mask)
             pending = np.arange(end - start)
             while pending.size:
                 free = table[pos[pending]] == 0
@@ -153,7 +168,7 @@ class Index:
         """The record id of ``digest``, or -1."""
         family, rest = _DIGEST.unpack(digest)
         slots, fam, res, mask = self._slots, self._views["family"], self._views["rest"], self._mask
-        at = ((family ^ rest) * _MIX & _WORD) >> 32 & mask
+        at = _home(family, rest, mask)
         while True:
             held = slots[at]
             if not held:
@@ -190,7 +205,7 @@ class Index:
             family, rest = _DIGEST.unpack(digest)
             v = self._views
             v["family"][rid], v["rest"][rid] = family, rest
-            at = ((family ^ rest) * _MIX & _WORD) >> 32 & self._mask
+            at = _home(family, rest, self._mask)
             while self._slots[at]:
                 at = (at + 1) & self._mask
             self._slots[at] = rid + 1
@@ -218,8 +233,7 @@ class Index:
         self._n = last
 
     def _home(self, rid: int) -> int:
-        mixed = (self._views["family"][rid] ^ self._views["rest"][rid]) * _MIX & _WORD
-        return int(mixed >> 32 & self._mask)
+        return _home(self._views["family"][rid], self._views["rest"][rid], self._mask)
 
     def _slot(self, rid: int) -> None:
         at = self._home(rid)

@@ -60,6 +60,7 @@ def store(root: Path, direct: bool) -> tuple[NixlBackend, MHAHostPool, MultiRegi
         0, 1, 0, 1, 0, 1, False, False, True, "m", extra_config={"use_direct_io": direct}
     )
     backend = NixlBackend(cfg, root)
+    backend.min_chunk_bytes = 0  # these pages are small: cut them anyway, to watch the chunks
     backend.register_mem_pool_host(kv)
     backend.register_mem_host_pool_v2(side, PoolName.MAMBA)
     assert backend.transfer_mode(PoolName.KV) == "zero_copy"
@@ -127,6 +128,26 @@ def test_a_buffered_read_checks_each_chunk_on_a_helper_while_the_next_one_copies
     assert all(all(v) for v in result.values())
     assert len(posts) == len(BUFFERED_SHARES), "one transfer a chunk"
     assert checked_on and threading.get_ident() not in checked_on, "checked on the helper thread"
+    backend.close()
+
+
+@pytest.mark.parametrize("direct", [True, False], ids=["o_direct", "buffered"])
+def test_a_batch_too_small_to_gain_from_chunks_moves_in_one_transfer(tmp_path: Path, direct: bool) -> None:
+    """Each transfer costs about as much as checking 1.5 MB: 32 pages of 4 KiB are not cut."""
+    backend, kv, _, keys = store(tmp_path, direct=direct)
+    backend.min_chunk_bytes = NixlBackend.min_chunk_bytes
+    lane = backend.lanes["READ"]
+    posts: list[int] = []
+    post = lane.post
+
+    def counting_post(*args):
+        posts.append(1)
+        return post(*args)
+
+    lane.post = counting_post  # type: ignore[method-assign]
+    result = backend.batch_get_v2(transfers(kv, keys))
+    assert all(all(v) for v in result.values())
+    assert len(posts) == 1
     backend.close()
 
 

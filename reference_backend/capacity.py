@@ -49,7 +49,7 @@ import re
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -247,6 +247,17 @@ def _flocked(fd: int) -> Iterator[None]:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+@dataclass
+class Doomed:
+    """A victim segment being evicted slice by slice: its families, how many are tombstoned, and
+    those spared (pinned, or arriving), whose records are copied forward before it goes."""
+
+    victim: Segment
+    families: list[bytes]
+    done: int = 0
+    spared: set[bytes] = field(default_factory=set)
+
+
 class Capacity:
     """One backend instance's side of its tenant's budget: admission, use, pins and eviction.
 
@@ -266,6 +277,8 @@ class Capacity:
         """Segment number -> the last use of a record in it this instance saw (others' writes
         count by their commit's sequence; the map holds only segments that exist)."""
         self._uses_lock = threading.Lock()
+        self._doomed: Doomed | None = None
+        """The victim being evicted slice by slice, if any."""
         folder = log.folder
         self._lock_path = os.path.join(folder, f"capacity.{log.tenant}.lock")
         slots = max(64, min(1 << 16, budget.limit // 1024 // PIN.itemsize))
@@ -346,29 +359,62 @@ class Capacity:
         """The tenant's bytes on disk: its segments, and its pin table whether made yet or not."""
         return self.log.tenant_bytes() + self.pins.size
 
-    def make_room(self, need: int) -> bool:
-        """Under the tenant lock: evict until ``need`` more bytes fit under the ceiling (less the
-        headroom); once it must evict, it goes down to the low watermark."""
-        total = self.stored()
-        if total + need <= self.room:
-            return True
-        goal = max(0, min(self.budget.floor, self.room) - need)
-        tried: set[Segment] = set()
-        while total > goal:
-            victim = self._victim(tried)
-            if victim is None:
-                break
-            tried.add(victim)
-            if self._evict(victim):
-                self.last_pause = max(self.last_pause, self.log.last_swap)
-            total = self.stored()
-        return total + need <= self.room
+    @property
+    def soft(self) -> int:
+        """Past this, each write also evicts a slice of the next victim: the low watermark, at
+        least a segment below ``room``, so a victim is done before the room runs out."""
+        return min(self.budget.floor, self.room - self.log.segment_bytes)
 
-    def _victim(self, tried: set[Segment]) -> Segment | None:
+    def make_room(self, need: int) -> bool:
+        """Under the tenant lock: make ``need`` more bytes fit under the ceiling (less the
+        headroom). Past ``soft``, a write evicts a slice of a victim proportional to its own size,
+        so eviction's cost is spread over the writes instead of falling on one; only a write that
+        finds no room evicts whole segments before it goes on."""
+        total = self.stored()
+        tried: set[Segment] = set()
+        while total + need > self.room:
+            if not self._step(need, tried):
+                break
+            total = self.stored()
+        if total + need > self.room:
+            return False
+        if total + need > self.soft:
+            self._step(need)
+        return True
+
+    def _step(self, need: int, tried: set[Segment] | None = None) -> bool:
+        """Tombstone the next slice of the victim's families (all of them where ``tried`` is
+        given: a write that must make room now, and the victims it already took); once none is
+        left, move what was spared and delete the victim. False when no victim is left or the
+        log refused a tombstone."""
+        if self._doomed is None or self._doomed.victim.retired:
+            victim = self._victim(tried or set(), rotate=tried is not None)
+            if victim is None:
+                return False
+            self._doomed = Doomed(victim, self.log.families_in(victim))
+        doomed = self._doomed
+        left = doomed.families[doomed.done :]
+        share = -(-len(doomed.families) * 2 * need // self.log.segment_bytes)
+        chunk = left if tried is not None else left[: max(64, share)]
+        spared = self.pins.pinned(chunk) | (self._arriving & set(chunk))
+        if not self.log.tombstone([f for f in chunk if f not in spared]):
+            return False
+        doomed.spared |= spared
+        doomed.done += len(chunk)
+        if doomed.done < len(doomed.families):
+            return True
+        self._doomed = None
+        if tried is not None:
+            tried.add(doomed.victim)  # if its spared records cannot move, the next victim is tried
+        self.log.compact(doomed.victim, doomed.spared)
+        self.last_pause = max(self.last_pause, self.log.last_swap)
+        return True
+
+    def _victim(self, tried: set[Segment], rotate: bool) -> Segment | None:
         """The finished segment to evict next: least recently used by the policy (``fifo``: the
-        oldest). With none finished, the segment being written is finished first."""
+        oldest). With none finished, and ``rotate``, the segment being written is finished first."""
         finished = [s for s in self.log.finished_segments() if s not in tried]
-        if not finished and self.log.rotate():
+        if not finished and rotate and self.log.rotate():
             finished = [s for s in self.log.finished_segments() if s not in tried]
         if not finished:
             return None
@@ -380,12 +426,3 @@ class Capacity:
         if self.budget.policy == "fifo":
             return min(finished, key=lambda s: s.name)
         return min(finished, key=lambda s: (max(used.get(s.number, 0), s.last_seq), s.name))
-
-    def _evict(self, victim: Segment) -> bool:
-        """Tombstone every family of ``victim`` that may go, then move what stays and delete it."""
-        families = {digest[:8] for digest, _ in self.log.records_in(victim)}
-        spared = self.pins.pinned(families) | self._arriving
-        doomed = sorted(families - spared)
-        if doomed and not self.log.tombstone(doomed):
-            return False
-        return self.log.compact(victim)

@@ -908,9 +908,34 @@ class SegmentLog:
             if self._dead.get(family) == seq and any(b < seq for b in born)
         ]
 
-    def compact(self, segment: Segment) -> bool:
-        """Copy ``segment``'s live records (and tombstones still needed) forward, then delete it."""
-        moving = self.records_in(segment)
+    def families_in(self, segment: Segment) -> list[bytes]:
+        """Every family with a record of ``segment`` in the index: one vectorized pass."""
+        with self._lock:
+            families = np.unique(self._index.column("family")[self._index.in_segment(segment.number)])
+            raw = families.astype("<u8").tobytes()
+            return [raw[at : at + 8] for at in range(0, len(raw), 8)]
+
+    def _kept_in(self, segment: Segment, keep: set[bytes]) -> list[tuple[bytes, Location]]:
+        """The records of ``segment`` of the families in ``keep`` that would read back now."""
+        with self._lock:
+            if not keep:
+                return []
+            wanted = np.frombuffer(b"".join(keep), "<u8")
+            rids = self._index.in_segment(segment.number)
+            rids = rids[np.isin(self._index.column("family")[rids], wanted)]
+            out = []
+            for rid in rids.tolist():
+                digest = self._index.digest(rid)
+                loc = self._unless_evicted(digest, self._location(rid))
+                if loc is not None:
+                    out.append((digest, loc))
+            return out
+
+    def compact(self, segment: Segment, keep: set[bytes] | None = None) -> bool:
+        """Copy ``segment``'s live records (and tombstones still needed) forward, then delete it.
+        ``keep``: the only families whose records may still be live there (the rest were just
+        evicted), so the copy looks at those alone instead of every record."""
+        moving = self.records_in(segment) if keep is None else self._kept_in(segment, keep)
         if moving and not self._move(moving):
             return False
         needed = self._carried(segment)

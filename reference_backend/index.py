@@ -1,18 +1,19 @@
 """The log's index: entry digest -> its newest record, in flat arrays, whatever the store holds.
 
 A dict of one object per entry costs ~360 bytes an entry and a garbage collector's walk of every
-one; a store of 10 million pages cannot afford either. Records here are a struct of arrays, dense
-in ``[0, len)``: the digest as two 64-bit words (the family, then the rest), the log's number for
-the segment, the record's shape (an index into a small table of (size, tag) pairs: every record of
-one pool shares one), its flags (checksummed, depth in its prefix chain), offset, checksum and
-sequence number: 48 bytes. A table of 32-bit slots (record id + 1; 0 is empty), linear probing from
-a hash of the digest, at most 70% full, finds them: 6 to 12 more bytes an entry, and a lookup
-touches one or two slots whatever the count. Removing a record moves the last one into its place,
-and the probe run it leaves is mended by shifting later entries back, so nothing is ever marked
-deleted and nothing is left to sweep.
+one; a store of 10 million pages cannot afford either. Records here are rows of one array, dense
+in ``[0, len)``, each read whole (a lookup touches the table and one record's cache line, where a
+column per field would touch eight): the digest as two 64-bit words (the family, then the rest),
+offset, checksum, sequence number, the log's number for the segment, the record's shape (an index
+into a small table of (size, tag) pairs: every record of one pool shares one) and its flags
+(checksummed, depth in its prefix chain): 48 bytes. A table of 32-bit slots (record id + 1; 0 is
+empty), linear probing from a hash of the digest, at most 70% full, finds them: 6 to 12 more bytes
+an entry, and a lookup touches one or two slots whatever the count. Removing a record moves the
+last one into its place, and the probe run it leaves is mended by shifting later entries back, so
+nothing is ever marked deleted and nothing is left to sweep.
 
-Lookups run one digest at a time over memoryviews (a batch of 64 costs about as much as numpy's
-per-call overhead would); whole-index work (a segment's records, growth, a checkpoint) is
+Lookups run one digest at a time with ``struct`` over the array's bytes (a batch of 64 costs about
+as much as numpy's per-call overhead would); whole-index work (a segment's records, growth, a checkpoint) is
 vectorized.
 """
 
@@ -36,7 +37,10 @@ FIELDS: tuple[tuple[str, str], ...] = (
     ("shape", "<u2"),
     ("flags", "<u2"),
 )
-"""One record, column by column: 48 bytes."""
+"""One record, field by field: 48 bytes, one cache line's worth read together."""
+RECORD = np.dtype(list(FIELDS))
+_ROW = struct.Struct("<QQQQQIHH")
+"""A record's bytes, as ``RECORD`` lays them out."""
 SUMMED = 1
 """``flags`` bit: the record carries a checksum."""
 DEPTH_LIMIT = (1 << 15) - 1
@@ -100,8 +104,8 @@ class Index:
 
     def __init__(self) -> None:
         self._n = 0
-        self._cols: dict[str, np.ndarray] = {name: _zeros(0, kind) for name, kind in FIELDS}
-        self._views: dict[str, memoryview] = {}
+        self._recs = _zeros(0, RECORD)
+        self._raw = memoryview(b"")
         self._shapes: list[tuple[int, int]] = []
         self._shape_ids: dict[tuple[int, int], int] = {}
         self._table = _zeros(_MIN_SLOTS, np.uint32)
@@ -116,21 +120,20 @@ class Index:
     def nbytes(self) -> int:
         """Memory the index's records and table take: the columns' spare room past the last record
         is never written, so the kernel never backs it with memory."""
-        return self._table.nbytes + sum(c.itemsize for c in self._cols.values()) * self._n
+        return self._table.nbytes + RECORD.itemsize * self._n
 
     # -- storage -------------------------------------------------------------------------------
 
     def _reserve(self, records: int) -> None:
-        """Room for ``records`` records, growing the columns by half again at least."""
-        have = len(self._cols["seq"])
+        """Room for ``records`` records, growing the array by half again at least."""
+        have = len(self._recs)
         if records <= have:
             return
         size = max(records, have + have // 2, 1024)
-        for name, column in self._cols.items():
-            grown = _zeros(size, column.dtype)
-            grown[: self._n] = column[: self._n]
-            self._cols[name] = grown
-        self._views = {name: column.data for name, column in self._cols.items()}
+        grown = _zeros(size, RECORD)
+        grown[: self._n] = self._recs[: self._n]
+        self._recs = grown
+        self._raw = grown.view(np.uint8).data
 
     def _rehash(self, slots: int) -> None:
         """A new table of ``slots`` slots holding every record: vectorized linear probing."""
@@ -139,7 +142,7 @@ class Index:
         for start in range(0, self._n, _CHUNK):
             end = min(start + _CHUNK, self._n)
             ids = np.arange(start + 1, end + 1, dtype=np.uint32)
-            pos = _homes(self._cols["family"][start:end], self._cols["rest"][start:end], mask)
+            pos = _homes(self._recs["family"][start:end], self._recs["rest"][start:end], mask)
             pending = np.arange(end - start)
             while pending.size:
                 free = table[pos[pending]] == 0
@@ -167,31 +170,29 @@ class Index:
     def find(self, digest: bytes) -> int:
         """The record id of ``digest``, or -1."""
         family, rest = _DIGEST.unpack(digest)
-        slots, fam, res, mask = self._slots, self._views["family"], self._views["rest"], self._mask
+        slots, raw, mask, unpack = self._slots, self._raw, self._mask, _DIGEST.unpack_from
         at = _home(family, rest, mask)
         while True:
             held = slots[at]
             if not held:
                 return -1
-            if res[held - 1] == rest and fam[held - 1] == family:
+            if unpack(raw, (held - 1) * 48) == (family, rest):
                 return int(held) - 1
             at = (at + 1) & mask
 
     def record(self, rid: int) -> Record:
-        v = self._views
-        size, tag = self._shapes[v["shape"][rid]]
-        flags = v["flags"][rid]
-        checksum = v["checksum"][rid] if flags & SUMMED else None
-        return Record(v["segment"][rid], v["offset"][rid], size, tag, checksum, v["seq"][rid], flags >> 1)
+        _, _, offset, checksum, seq, segment, shape, flags = _ROW.unpack_from(self._raw, rid * 48)
+        size, tag = self._shapes[shape]
+        return Record(segment, offset, size, tag, checksum if flags & SUMMED else None, seq, flags >> 1)
 
     def digest(self, rid: int) -> bytes:
-        return _DIGEST.pack(self._views["family"][rid], self._views["rest"][rid])
+        return bytes(self._raw[rid * 48 : rid * 48 + 16])
 
     def segment_of(self, rid: int) -> int:
-        return int(self._views["segment"][rid])
+        return int(self._recs["segment"][rid])
 
     def seq_of(self, rid: int) -> int:
-        return int(self._views["seq"][rid])
+        return int(self._recs["seq"][rid])
 
     def put(self, digest: bytes, record: Record, rid: int = -1) -> int:
         """Store ``record`` for ``digest``: over record ``rid`` (its current one), or as a new one.
@@ -203,23 +204,25 @@ class Index:
             rid = self._n
             self._n += 1
             family, rest = _DIGEST.unpack(digest)
-            v = self._views
-            v["family"][rid], v["rest"][rid] = family, rest
             at = _home(family, rest, self._mask)
             while self._slots[at]:
                 at = (at + 1) & self._mask
             self._slots[at] = rid + 1
-        self._write(rid, record)
+        family, rest = _DIGEST.unpack(digest)
+        flags = (SUMMED if record.checksum is not None else 0) | min(record.depth, DEPTH_LIMIT) << 1
+        _ROW.pack_into(
+            self._raw,
+            rid * 48,
+            family,
+            rest,
+            record.offset,
+            record.checksum or 0,
+            record.seq,
+            record.segment,
+            self.shape(record.size, record.tag),
+            flags,
+        )
         return rid
-
-    def _write(self, rid: int, r: Record) -> None:
-        v = self._views
-        v["segment"][rid] = r.segment
-        v["offset"][rid] = r.offset
-        v["shape"][rid] = self.shape(r.size, r.tag)
-        v["flags"][rid] = (SUMMED if r.checksum is not None else 0) | min(r.depth, DEPTH_LIMIT) << 1
-        v["checksum"][rid] = r.checksum or 0
-        v["seq"][rid] = r.seq
 
     def remove(self, rid: int) -> None:
         """Forget record ``rid``: the last record takes its id, and its probe run is mended."""
@@ -227,13 +230,13 @@ class Index:
         last = self._n - 1
         if rid != last:
             self._unslot(last)
-            for column in self._cols.values():
-                column[rid] = column[last]
+            self._raw[rid * 48 : rid * 48 + 48] = self._raw[last * 48 : last * 48 + 48]
             self._slot(rid)
         self._n = last
 
     def _home(self, rid: int) -> int:
-        return _home(self._views["family"][rid], self._views["rest"][rid], self._mask)
+        family, rest = _DIGEST.unpack_from(self._raw, rid * 48)
+        return _home(family, rest, self._mask)
 
     def _slot(self, rid: int) -> None:
         at = self._home(rid)
@@ -261,18 +264,18 @@ class Index:
 
     def column(self, name: str) -> np.ndarray:
         """A read-only view of one column over the live records."""
-        view = self._cols[name][: self._n]
+        view = self._recs[name][: self._n]
         view.flags.writeable = False
         return view
 
     def in_segment(self, number: int) -> np.ndarray:
         """Ids of the records in segment ``number``."""
-        return np.flatnonzero(self._cols["segment"][: self._n] == number)
+        return np.flatnonzero(self._recs["segment"][: self._n] == number)
 
     def sizes(self, rids: np.ndarray | None = None) -> np.ndarray:
         """Each record's size (every record's when ``rids`` is None)."""
         table = np.asarray([s for s, _ in self._shapes] or [0], dtype=np.int64)
-        shape = self._cols["shape"][: self._n]
+        shape = self._recs["shape"][: self._n]
         sizes: np.ndarray = table[shape if rids is None else shape[rids]]
         return sizes
 
@@ -287,8 +290,7 @@ class Index:
         keep = np.ones(self._n, bool)
         keep[rids] = False
         kept = int(keep.sum())
-        for column in self._cols.values():
-            column[:kept] = column[: self._n][keep]
+        self._recs[:kept] = self._recs[: self._n][keep]
         self._n = kept
         self._rehash(len(self._table))
 
@@ -298,7 +300,7 @@ class Index:
             return
         old = np.fromiter(mapping, np.uint32, len(mapping))
         new = np.fromiter(mapping.values(), np.uint32, len(mapping))
-        seg = self._cols["segment"][: self._n]
+        seg = self._recs["segment"][: self._n]
         order = np.argsort(old)
         at = np.searchsorted(old[order], seg)
         at[at >= len(old)] = 0
@@ -307,15 +309,14 @@ class Index:
 
     def digests(self) -> Iterator[tuple[int, bytes]]:
         """(record id, digest) of every record; the caller must not change the index meanwhile."""
-        fam, rest = self._cols["family"], self._cols["rest"]
         for rid in range(self._n):
-            yield rid, _DIGEST.pack(int(fam[rid]), int(rest[rid]))
+            yield rid, self.digest(rid)
 
     # -- checkpoints ---------------------------------------------------------------------------
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Everything the index holds, as arrays a checkpoint saves."""
-        out = {name: column[: self._n] for name, column in self._cols.items()}
+        out = {name: np.ascontiguousarray(self._recs[name][: self._n]) for name, _ in FIELDS}
         out["shapes"] = np.asarray(self._shapes, dtype=np.int64).reshape(-1, 2)
         return out
 
@@ -334,11 +335,10 @@ class Index:
         slots = _MIN_SLOTS
         while 10 * count > 7 * slots:
             slots *= 2
-        index._cols = {}
-        for name, kind in FIELDS:
-            index._cols[name] = _zeros(max(count, 1024), kind)
-            index._cols[name][:count] = arrays[name]
-        index._views = {name: column.data for name, column in index._cols.items()}
+        index._recs = _zeros(max(count, 1024), RECORD)
+        index._raw = index._recs.view(np.uint8).data
+        for name, _ in FIELDS:
+            index._recs[name][:count] = arrays[name]
         index._n = count
         index._rehash(slots)
         return index

@@ -8,15 +8,32 @@ Upstream ``HiCacheNixl`` keys that apply here are honoured with the same meaning
 (``aio`` | ``uring``), ``fsync``, ``verify`` (an XXH3 checksum of every record, on by default)
 and ``segment_mib`` (size at which a writer starts a new segment file, 1024 by default).
 
+**O_DIRECT is on by default, as in HiCacheNixl.** SGLang 0.5.23's ``NixlBackendConfig.get_use_direct_io``
+(``sglang/srt/mem_cache/storage/nixl/nixl_utils.py``) returns ``use_direct_io`` when the key is
+present and otherwise ``SGLANG_HICACHE_NIXL_USE_DIRECT_IO``, whose default is True
+(``sglang/srt/environ.py``). We read the same key, then the same variable, then the same default,
+so one ``extra_config`` selects one I/O mode whichever of the two backends it is given: a user who
+switches never silently gets the other one. It is also the mode a KV cache tier wants: the host pool
+already is the DRAM copy, and buffered I/O would keep a second one in the page cache, taking memory
+from the host pool and making reads look fast only until memory pressure evicts it. The cost is
+alignment: a pool whose regions are not 4096-aligned is staged through a buffer of ours (one copy a
+page, as HiCacheNixl's bounce buffers), and a file system that refuses O_DIRECT is refused at
+startup by the SGLang entry (:func:`direct_io_refusal`) rather than failing every write later.
+``"use_direct_io": false`` (or the variable set to ``0``) selects buffered I/O. ``direct_io_source``
+records which of the three decided, for the startup log line.
+
 Capacity (:mod:`reference_backend.capacity`): ``max_size`` as HiCacheFile spells it,
 HiCacheNixl's ``l3_cleaner_enabled``/``l3_cleaner_high_watermark``/``l3_cleaner_low_watermark``,
 and ours, ``pin_seconds`` and ``eviction_policy``. ``tenant`` names the deployment whose entries
-``clear()`` and eviction may remove (the model name by default).
+``clear()`` and eviction may remove (the model name by default). docs/configuration.md lists every
+key with its default.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +41,10 @@ from typing import Any
 from reference_backend.capacity import Budget
 
 DEFAULT_DIR = "/tmp/hicache_storage"
+DEFAULT_DIRECT_IO = True
+"""HiCacheNixl's default (``SGLANG_HICACHE_NIXL_USE_DIRECT_IO = EnvBool(True)``); see the module
+docstring for why we keep it."""
+DIRECT_IO_ENV = "SGLANG_HICACHE_NIXL_USE_DIRECT_IO"
 QUEUES = {"aio": {}, "uring": {"use_uring": "true"}}
 _OUR_KEYS = {"storage_dir", "queue", "fsync", "verify", "segment_mib", "use_direct_io", "plugin", "tenant"}
 _CAPACITY_KEYS = {
@@ -36,8 +57,9 @@ _CAPACITY_KEYS = {
 }
 
 
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
+_TRUE = ("1", "true", "yes", "y", "on")
+_FALSE = ("0", "false", "no", "n", "off")
+"""Every spelling SGLang's ``EnvBool`` reads (``y``/``n`` included, for the environment variable)."""
 
 
 def flag(value: Any, name: str) -> bool:
@@ -55,7 +77,7 @@ def flag(value: Any, name: str) -> bool:
 @dataclass(frozen=True)
 class BackendConfig:
     storage_dir: Path
-    direct_io: bool = False
+    direct_io: bool = DEFAULT_DIRECT_IO
     queue: str = "aio"
     fsync: bool = False
     verify: bool = True
@@ -63,6 +85,8 @@ class BackendConfig:
     budget: Budget = field(default_factory=Budget)
     tenant: str | None = None
     """Who owns what this instance stores; None: the model name."""
+    direct_io_source: str = "default"
+    """Who chose ``direct_io``: ``extra_config``, the environment variable, or ``default``."""
 
     def plugin_params(self) -> dict[str, str]:
         return dict(QUEUES[self.queue])
@@ -87,6 +111,7 @@ class BackendConfig:
         )
         if queue not in QUEUES:
             raise ValueError(f"queue must be one of {sorted(QUEUES)}, not {queue!r}")
+        direct_io, direct_io_source = resolve_direct_io(extra)
         if isinstance(location, dict):
             location = location.get("storage_dir")
         folder = (
@@ -97,7 +122,7 @@ class BackendConfig:
         )
         return cls(
             storage_dir=Path(folder),
-            direct_io=flag(extra.get("use_direct_io", False), "use_direct_io"),
+            direct_io=direct_io,
             queue=queue,
             fsync=flag(extra.get("fsync", False), "fsync"),
             verify=flag(extra.get("verify", True), "verify"),
@@ -110,4 +135,47 @@ class BackendConfig:
                 folder,
             ),
             tenant=None if extra.get("tenant") is None else str(extra["tenant"]),
+            direct_io_source=direct_io_source,
         )
+
+    def summary(self, model_name: str | None = None) -> str:
+        """Every effective setting on one line, for the log an operator reads at startup."""
+        budget = self.budget
+        limit = f"{budget.limit} B" if budget.limit else "unbounded"
+        tenant = self.tenant if self.tenant is not None else f"{model_name or ''!r} (the model name)"
+        onoff = {True: "on", False: "off"}
+        return (
+            f"storage_dir={self.storage_dir} "
+            f"O_DIRECT={onoff[self.direct_io]} (chosen by {self.direct_io_source}) "
+            f"queue={self.queue} fsync={onoff[self.fsync]} verify={onoff[self.verify]} "
+            f"segment_mib={self.segment_bytes >> 20} budget={limit} "
+            f"watermarks={budget.high * 100:g}%/{budget.low * 100:g}% "
+            f"pin_seconds={budget.pin_seconds:g} eviction_policy={budget.policy} tenant={tenant}"
+        )
+
+
+def resolve_direct_io(extra: dict[str, Any]) -> tuple[bool, str]:
+    """O_DIRECT on or off, and who said so: the ``use_direct_io`` key, else the environment variable
+    HiCacheNixl reads, else HiCacheNixl's default (on); the same order upstream reads them in."""
+    if "use_direct_io" in extra:
+        return flag(extra["use_direct_io"], "use_direct_io"), "extra_config"
+    env = os.environ.get(DIRECT_IO_ENV)
+    if env is not None:
+        return flag(env, DIRECT_IO_ENV), DIRECT_IO_ENV
+    return DEFAULT_DIRECT_IO, "default"
+
+
+def direct_io_refusal(folder: str | os.PathLike[str]) -> str | None:
+    """Why ``folder``'s file system refuses an O_DIRECT open (None when it takes one): some do
+    (tmpfs on older kernels, some FUSE and network file systems), and the segment log would then
+    fail every write, which the controller only sees as cache misses."""
+    os.makedirs(folder, exist_ok=True)
+    probe = os.path.join(folder, f".o_direct_probe.{uuid.uuid4().hex}")
+    try:
+        fd = os.open(probe, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_DIRECT, 0o600)
+    except OSError as exc:
+        return f"{exc.strerror or exc} (errno {exc.errno})"
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return None

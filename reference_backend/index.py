@@ -104,6 +104,8 @@ class Index:
 
     def __init__(self) -> None:
         self._n = 0
+        self.removals = 0
+        """Counts calls that removed records (record ids past the removed ones may have moved)."""
         self._recs = _zeros(0, RECORD)
         self._raw = memoryview(b"")
         self._shapes: list[tuple[int, int]] = []
@@ -226,6 +228,7 @@ class Index:
 
     def remove(self, rid: int) -> None:
         """Forget record ``rid``: the last record takes its id, and its probe run is mended."""
+        self.removals += 1
         self._unslot(rid)
         last = self._n - 1
         if rid != last:
@@ -283,6 +286,7 @@ class Index:
         """Forget many records at once: one pass over the columns and a rebuilt table when they
         are many, one removal each when few."""
         rids = np.unique(np.asarray(rids, dtype=np.int64))
+        self.removals += 1
         if len(rids) < 64 or len(rids) * 16 < self._n:
             for rid in rids[::-1]:  # highest first: a removal moves only the last record
                 self.remove(int(rid))

@@ -340,6 +340,13 @@ class SegmentLog:
         self._segments: dict[str, Segment] = {}
         self._numbered: dict[int, Segment] = {}
         self._numbers = itertools.count(1)
+        self._gone: set[int] = set()
+        """Numbers of deleted segments whose records the index still holds: they read as absent,
+        and ``_purge`` removes a few with every commit, so deleting a segment never stalls a call
+        on a pass over the whole index."""
+        self._purging: list[int] = []
+        self._purging_numbers: set[int] = set()
+        self._purge_mark = -1
         self._live: dict[Segment, int] = {}
         """Records of each segment the index points at."""
         self._held: dict[Segment, int] = {}
@@ -392,10 +399,14 @@ class SegmentLog:
         with self._lock:
             segment.holds -= 1
 
-    def _retire(self, segment: Segment) -> None:
-        """Forget a segment now; its file waits for ``bury`` and for its holders to let go."""
+    def _retire(self, segment: Segment, lingering: bool = False) -> None:
+        """Forget a segment now; its file waits for ``bury`` and for its holders to let go.
+        ``lingering``: the index still holds records of it, which ``_purge`` removes later."""
         self._segments.pop(segment.name, None)
-        self._numbered.pop(segment.number, None)
+        if lingering:
+            self._gone.add(segment.number)
+        else:
+            self._numbered.pop(segment.number, None)
         self._live.pop(segment, None)
         self._held.pop(segment, None)
         self._forget_tombs(segment)
@@ -535,7 +546,25 @@ class SegmentLog:
             extent.segment.last, extent.segment.last_seq = extent.start, seq
             for entry in entries:
                 self._place(entry.digest, Location.of(extent.segment, extent.start, entry, seq))
+            self._purge(4 * len(entries) + 64)
         return True
+
+    def _purge(self, most: int) -> None:
+        """Remove up to ``most`` records of deleted segments from the index (highest ids first, so
+        the ids still to remove never move); a removal by anyone else means listing them again."""
+        if not self._gone:
+            return
+        if not self._purging or self._purge_mark != self._index.removals:
+            self._purging_numbers = set(self._gone)
+            numbers = np.fromiter(self._purging_numbers, np.uint32, len(self._purging_numbers))
+            self._purging = np.flatnonzero(np.isin(self._index.column("segment"), numbers)).tolist()
+        for _ in range(min(most, len(self._purging))):
+            self._index.remove(self._purging.pop())
+        self._purge_mark = self._index.removals
+        if not self._purging:
+            for number in self._purging_numbers:
+                self._numbered.pop(number, None)
+            self._gone -= self._purging_numbers
 
     def _location(self, rid: int) -> Location:
         r = self._index.record(rid)
@@ -555,7 +584,10 @@ class SegmentLog:
         held = None
         if rid >= 0:
             held = self._location(rid)
-            if (
+            if held.segment.retired:  # a deleted segment's record not purged yet: a new one replaces it
+                self._index.remove(rid)
+                rid, held = -1, None
+            elif (
                 (loc.seq < held.seq)
                 if moved
                 else ((loc.seq, loc.segment.name) <= (held.seq, held.segment.name))
@@ -681,6 +713,10 @@ class SegmentLog:
         writer = self._writer
         number = writer.number if writer is not None else 0
         self._index.drop(np.flatnonzero(self._index.column("segment") != number))
+        for gone in self._gone:
+            self._numbered.pop(gone, None)
+        self._gone.clear()
+        self._purging = []
         self._live = {writer: len(self._index)} if writer is not None else {}
         self._held = {writer: int(self._index.sizes().sum())} if writer is not None else {}
         for segment in list(self._segments.values()):
@@ -713,9 +749,12 @@ class SegmentLog:
         return out
 
     def _unless_evicted(self, digest: bytes, loc: Location | None) -> Location | None:
-        if loc is None or self._dead.get(digest[:8], -1) < loc.seq:
-            return loc
-        return None
+        """``loc``, unless a tombstone evicted it or its segment was deleted."""
+        if loc is None or loc.segment.retired:
+            return None
+        if self._dead and self._dead.get(digest[:8], -1) >= loc.seq:
+            return None
+        return loc
 
     def locate(self, digests: Sequence[bytes]) -> list[Location | None]:
         """Like ``known``, but only where the record's whole extent is still on disk."""
@@ -945,8 +984,7 @@ class SegmentLog:
         with self._lock:
             with contextlib.suppress(OSError):
                 os.unlink(segment.path)
-            self._index.drop(self._index.in_segment(segment.number))
-            self._retire(segment)
+            self._retire(segment, lingering=True)
         self.last_swap = time.perf_counter() - started
         return True
 
@@ -1089,6 +1127,8 @@ class SegmentLog:
                 self._retire(segment)
             self.bury()
             self._index = Index()
+            self._gone.clear()
+            self._purging = []
             self._live.clear()
             self._held.clear()
             self._dead.clear()
@@ -1115,6 +1155,8 @@ class SegmentLog:
                 self._retire(segment)
             self.bury()
             self._index = Index()
+            self._gone.clear()
+            self._purging = []
             self._live.clear()
             self._held.clear()
             self._commit_buf.close()

@@ -4,16 +4,26 @@ SGLang's dynamic loader imports ``module_path``, takes ``class_name``, checks th
 ``HiCacheStorage`` and calls ``cls(storage_config, kwargs)``. This module makes that subclass; it
 imports SGLang, so only SGLang itself should import it. Our code reads SGLang's own
 ``PoolTransfer``/``PoolName``/``PoolHitPolicy`` objects by value, so no translation is needed.
+
+At startup the file target logs its effective configuration once, at INFO, on this module's logger:
+every setting after defaults and the environment are applied, and whether O_DIRECT was chosen by
+``extra_config``, by ``SGLANG_HICACHE_NIXL_USE_DIRECT_IO`` or by default, so a user who switched
+from HiCacheNixl can see which I/O mode they got.
 """
 
 from __future__ import annotations
 
+import logging
+from importlib import metadata
 from typing import Any
 
 from sglang.srt.mem_cache.hicache_storage import HiCacheStorage
 
 from reference_backend.backend import NixlBackend
+from reference_backend.config import BackendConfig, direct_io_refusal
 from reference_backend.obj import NixlObjBackend
+
+logger = logging.getLogger(__name__)
 
 
 class _BatchOnly:
@@ -52,12 +62,40 @@ def require_interface_v1(storage_config: Any) -> None:
         )
 
 
+def require_direct_io_support(settings: BackendConfig) -> None:
+    """Refuse, at startup, O_DIRECT on a file system that does not take it: otherwise every write
+    would fail and SGLang would only see an L3 that never hits."""
+    if not settings.direct_io:
+        return
+    why = direct_io_refusal(settings.storage_dir)
+    if why is not None:
+        by = settings.direct_io_source
+        chosen = "is the default (as in HiCacheNixl)" if by == "default" else f"was set by {by}"
+        raise ValueError(
+            f"O_DIRECT {chosen}, but {settings.storage_dir} refuses an O_DIRECT open: {why}; "
+            'choose a folder on a file system that takes it, or set "use_direct_io": false'
+        )
+
+
+def nixl_version() -> str:
+    try:
+        return metadata.version("nixl")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 class HiCacheNixlReference(_BatchOnly, NixlBackend, HiCacheStorage):
-    """``--hicache-storage-backend dynamic`` target on files; see the README for the extra_config."""
+    """``--hicache-storage-backend dynamic`` target on files; docs/configuration.md lists the extra_config."""
 
     def __init__(self, storage_config: Any, location: Any = None) -> None:
         require_interface_v1(storage_config)
+        require_direct_io_support(BackendConfig.from_extra(storage_config.extra_config, location))
         super().__init__(storage_config, location)
+        logger.info(
+            "HiCacheNixlReference: %s nixl=%s",
+            self.settings.summary(storage_config.model_name),
+            nixl_version(),
+        )
 
 
 class HiCacheNixlObjReference(_BatchOnly, NixlObjBackend, HiCacheStorage):

@@ -212,3 +212,28 @@ def test_a_process_killed_while_it_checkpoints_leaves_a_restart_that_agrees_with
             assert view(restarted) == from_the_log(tmp_path)
         finally:
             restarted.close()
+
+
+def test_a_deleted_segments_records_read_absent_at_once_and_leave_the_index_a_few_at_a_time(
+    tmp_path: Path,
+) -> None:
+    """Deleting a segment costs no pass over the index: its records read as absent at once and
+    later commits purge them, a bounded number each; a key rewritten meanwhile is found."""
+    log = open_log(tmp_path, checkpoints=False)
+    try:
+        doomed = stamps(0, count=600)
+        write(log, doomed)
+        (victim,) = log.segments()
+        assert log.rotate()
+        assert log.tombstone(sorted({s.digest[:8] for s in doomed}))
+        assert log.compact(victim, keep=set())
+        assert log.locate([s.digest for s in doomed]) == [None] * 600
+        held = len(log._index)
+        write(log, [doomed[0]])  # a key of the deleted segment, written again
+        assert log.locate([doomed[0].digest])[0] is not None
+        assert held - len(log._index) <= 4 + 64  # one commit purges a bounded share
+        for round_ in range(1, 12):
+            write(log, stamps(round_))
+        assert len(log._index) == len(log.live()) == 1 + 11 * 8
+    finally:
+        log.close()

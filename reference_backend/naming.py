@@ -1,9 +1,10 @@
 """What names an entry: a 16-byte digest of (model, shard, pool, key).
 
 Keys never become file names (records live in segment files, see :mod:`reference_backend.log`),
-so no key can climb out of the storage root or meet a temp name. The digest reads its fields
-length-prefixed, so two distinct (model, shard, pool, key) tuples never feed it the same bytes:
-``org/m`` and ``org-m``, or a key spelling another pool's suffix, stay apart.
+so no key can climb out of the storage root or meet a temp name. The digest is two BLAKE2b
+hashes of the key, keyed by a hash of its scope (the model for the family, the model, shard and
+pool for the rest), each scope spelled length-prefixed: two distinct (model, shard, pool, key)
+tuples never meet, ``org/m`` and ``org-m``, or a key spelling another pool's suffix, stay apart.
 """
 
 from __future__ import annotations

@@ -19,7 +19,10 @@ def make(config, storage_dir):
     return NixlBackend(config, storage_dir)
 
 
-CLAIMS = replace(NIXL_CAPABILITIES, io_modes={"buffered": {}}, direct_io_modes=frozenset())
+# buffered said explicitly: the reference backend's default is O_DIRECT, as HiCacheNixl's
+CLAIMS = replace(
+    NIXL_CAPABILITIES, io_modes={"buffered": {"use_direct_io": False}}, direct_io_modes=frozenset()
+)
 SPEC = BackendSpec("marked", make, CLAIMS)
 """
 

@@ -14,7 +14,7 @@ from conformance.interface import HiCacheStorageConfig, PoolHitPolicy, PoolName,
 from conformance.oracle import expected_exists_v2
 from reference_backend import staging
 from reference_backend.backend import NixlBackend
-from reference_backend.config import BackendConfig
+from reference_backend.config import DIRECT_IO_ENV, BackendConfig, direct_io_refusal
 from reference_backend.descriptors import file_rows
 from reference_backend.interface import aligned_empty
 from reference_backend.log import (
@@ -413,15 +413,54 @@ def test_a_closed_backend_refuses_work(make) -> None:
     ("extra", "direct", "queue"),
     [
         ({"use_direct_io": True}, True, "aio"),
-        ({"plugin": {"posix": {"active": True, "use_uring": "true"}}}, False, "uring"),
-        ({"use_uring": "true"}, False, "uring"),
+        ({"plugin": {"posix": {"active": True, "use_uring": "true"}}}, True, "uring"),
+        ({"use_uring": "true"}, True, "uring"),
         ({"queue": "uring", "use_direct_io": "false"}, False, "uring"),
-        ({}, False, "aio"),
+        ({}, True, "aio"),
     ],
 )
-def test_upstream_extra_config_keys_keep_their_meaning(extra, direct, queue, tmp_path: Path) -> None:
+def test_upstream_extra_config_keys_keep_their_meaning(
+    extra, direct, queue, tmp_path: Path, monkeypatch
+) -> None:
+    monkeypatch.delenv(DIRECT_IO_ENV, raising=False)
     settings = BackendConfig.from_extra(extra, tmp_path)
     assert (settings.direct_io, settings.queue, settings.storage_dir) == (direct, queue, tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("extra", "env", "direct", "source"),
+    [
+        ({}, None, True, "default"),
+        ({}, "0", False, DIRECT_IO_ENV),
+        ({}, "n", False, DIRECT_IO_ENV),
+        ({}, "1", True, DIRECT_IO_ENV),
+        ({"use_direct_io": "false"}, "1", False, "extra_config"),
+        ({"use_direct_io": True}, "0", True, "extra_config"),
+    ],
+)
+def test_o_direct_is_on_unless_asked_off_as_hicache_nixl_reads_it(
+    extra, env, direct, source, tmp_path: Path, monkeypatch
+) -> None:
+    """HiCacheNixl's order (the key, then SGLANG_HICACHE_NIXL_USE_DIRECT_IO, then on), so one
+    extra_config selects one I/O mode in either backend; the source is kept for the startup log."""
+    if env is None:
+        monkeypatch.delenv(DIRECT_IO_ENV, raising=False)
+    else:
+        monkeypatch.setenv(DIRECT_IO_ENV, env)
+    settings = BackendConfig.from_extra(extra, tmp_path)
+    assert (settings.direct_io, settings.direct_io_source) == (direct, source)
+    assert f"O_DIRECT={'on' if direct else 'off'} (chosen by {source})" in settings.summary("m")
+
+
+def test_a_nonsense_o_direct_environment_variable_is_refused(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv(DIRECT_IO_ENV, "maybe")
+    with pytest.raises(ValueError, match=DIRECT_IO_ENV):
+        BackendConfig.from_extra({}, tmp_path)
+
+
+def test_the_o_direct_probe_passes_on_this_file_system_and_leaves_nothing(tmp_path: Path) -> None:
+    assert direct_io_refusal(tmp_path / "store") is None
+    assert list((tmp_path / "store").iterdir()) == []
 
 
 def test_sglangs_dynamic_loader_kwargs_and_env_pick_the_folder(tmp_path: Path, monkeypatch) -> None:

@@ -8,6 +8,7 @@ then hands it SGLang's host pools and ``PoolTransfer``s. Skipped without the ups
 from __future__ import annotations
 
 import importlib
+import logging
 import os
 from pathlib import Path
 from typing import Any
@@ -147,3 +148,65 @@ def test_a_configuration_that_would_take_the_legacy_calls_is_refused_at_startup(
         )  # fmt: skip
         with pytest.raises(ValueError, match="interface_v1"):
             factory.create_backend("dynamic", config, None)
+
+
+def entry_config(sg: Any, tmp_path: Path, **extra: Any) -> Any:
+    """What SGLang hands the class for ``--hicache-storage-backend dynamic`` with ``extra``."""
+    extra = {
+        "backend_name": "nixl-reference",
+        "module_path": "reference_backend.sglang_entry",
+        "class_name": "HiCacheNixlReference",
+        "interface_v1": True,
+        "storage_dir": str(tmp_path),
+        **extra,
+    }
+    return sg.HiCacheStorageConfig(
+        tp_rank=0, tp_size=1, pp_rank=0, pp_size=1, attn_cp_rank=0, attn_cp_size=1,
+        is_mla_model=False, enable_storage_metrics=False, is_page_first_layout=True,
+        model_name="org/model", extra_config=extra,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("extra", "said"),
+    [
+        ({}, "O_DIRECT=on (chosen by default)"),
+        ({"use_direct_io": "false", "queue": "uring"}, "O_DIRECT=off (chosen by extra_config)"),
+    ],
+)
+def test_startup_logs_the_effective_configuration_once(
+    sg: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, extra, said
+) -> None:
+    """A user who switches from HiCacheNixl reads which I/O mode they got, and every other setting."""
+    monkeypatch.delenv("SGLANG_HICACHE_NIXL_USE_DIRECT_IO", raising=False)
+    factory = importlib.import_module("sglang.srt.mem_cache.storage.backend_factory").StorageBackendFactory
+    name = "reference_backend.sglang_entry"
+    with caplog.at_level(logging.INFO, logger=name):
+        backend = factory.create_backend("dynamic", entry_config(sg, tmp_path, **extra), None)
+    backend.close()
+    lines = [r for r in caplog.records if r.name == name]
+    assert len(lines) == 1, [r.getMessage() for r in lines]
+    (line,) = lines
+    message = line.getMessage()
+    assert line.levelno == logging.INFO
+    assert said in message
+    queue = extra.get("queue", "aio")
+    for setting in (f"storage_dir={tmp_path}", f"queue={queue}", "fsync=off", "verify=on", "segment_mib=1024",
+                    "budget=unbounded", "pin_seconds=30", "eviction_policy=chain", "tenant='org/model'",
+                    "nixl="):  # fmt: skip
+        assert setting in message, (setting, message)
+    assert backend.settings.direct_io is ("O_DIRECT=on" in said)
+
+
+def test_o_direct_on_a_file_system_that_refuses_it_is_refused_at_startup(
+    sg: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Otherwise every write fails and SGLang sees only an L3 that never hits; buffered is not probed."""
+    entry = importlib.import_module("reference_backend.sglang_entry")
+    monkeypatch.delenv("SGLANG_HICACHE_NIXL_USE_DIRECT_IO", raising=False)
+    monkeypatch.setattr(entry, "direct_io_refusal", lambda folder: "Invalid argument (errno 22)")
+    with pytest.raises(ValueError, match=r'is the default .*"use_direct_io": false'):
+        entry.HiCacheNixlReference(entry_config(sg, tmp_path), None)
+    with pytest.raises(ValueError, match="was set by extra_config"):
+        entry.HiCacheNixlReference(entry_config(sg, tmp_path, use_direct_io=True), None)
+    entry.HiCacheNixlReference(entry_config(sg, tmp_path, use_direct_io=False), None).close()

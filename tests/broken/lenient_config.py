@@ -1,7 +1,8 @@
 """Defect: a setting the backend cannot read is ignored, and it runs in its default mode.
 
 ``{"use_direct_io": "maybe"}``, an unknown plugin or queue: each should be an error at
-construction; here each is buffered POSIX I/O, and the operator never learns.
+construction; here each is POSIX I/O in the default mode (O_DIRECT), and the operator never
+learns.
 """
 
 from __future__ import annotations

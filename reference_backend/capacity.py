@@ -3,8 +3,9 @@
 **Budget.** ``max_size`` (bytes, or human-readable as HiCacheFile reads it: ``1048576``,
 ``"200G"``, ``"1Gi"``) bounds the bytes of one tenant's files under the storage folder, across
 every process and rank that shares the folder. ``l3_cleaner_high_watermark`` and
-``l3_cleaner_low_watermark`` (percent, HiCacheNixl's spellings) are of that budget: a write that
-would take the store past the high mark (100 by default) first evicts down to the low mark (90);
+``l3_cleaner_low_watermark`` (percent, HiCacheNixl's spellings) are of that budget: no write takes
+the store past the high mark (100 by default), and past the low mark (90) each write also evicts a
+slice of the next victim segment (see **Whole segments**);
 without ``max_size`` they are percent of the file system, as upstream's cleaner reads them. One
 lock file per tenant serialises admission across processes; the bytes a writer is admitted for
 are on disk (its segment is sized) before the lock is let go, so every process counts them.

@@ -125,12 +125,17 @@ def from_the_log(root: Path) -> dict[bytes, tuple[str, int, int, int]]:
         log.close()
 
 
-def test_a_restart_starts_from_the_checkpoint_and_scans_on_from_it(tmp_path: Path) -> None:
-    log = open_log(tmp_path)
-    for round_ in range(40):
+def checkpointed(root: Path, rounds: int) -> None:
+    """``rounds`` batches written, then a clean close: the index checkpointed."""
+    log = open_log(root)
+    for round_ in range(rounds):
         write(log, stamps(round_))
     log.refresh()
     log.close()
+
+
+def test_a_restart_starts_from_the_checkpoint_and_scans_on_from_it(tmp_path: Path) -> None:
+    checkpointed(tmp_path, 40)
     later = open_log(tmp_path, checkpoints=False)  # a writer that crashed: no checkpoint of its own
     for round_ in range(40, 60):
         write(later, stamps(round_))
@@ -145,11 +150,7 @@ def test_a_restart_starts_from_the_checkpoint_and_scans_on_from_it(tmp_path: Pat
 
 
 def test_a_torn_foreign_or_contradicted_checkpoint_is_never_trusted(tmp_path: Path) -> None:
-    log = open_log(tmp_path)
-    for round_ in range(30):
-        write(log, stamps(round_))
-    log.refresh()
-    log.close()
+    checkpointed(tmp_path, 30)
     path = Path(open_log(tmp_path, checkpoints=True).checkpoint_path)
     whole = path.read_bytes()
     truth = from_the_log(tmp_path)

@@ -35,19 +35,7 @@ def test_sglangs_dynamic_loader_builds_a_backend_that_round_trips_its_own_pools(
     sg: Any, tmp_path: Path
 ) -> None:
     factory = importlib.import_module("sglang.srt.mem_cache.storage.backend_factory").StorageBackendFactory
-    extra = {
-        "backend_name": "nixl-reference",
-        "module_path": "reference_backend.sglang_entry",
-        "class_name": "HiCacheNixlReference",
-        "interface_v1": True,
-        "storage_dir": str(tmp_path),
-        "use_direct_io": True,
-    }
-    config = sg.HiCacheStorageConfig(
-        tp_rank=0, tp_size=1, pp_rank=0, pp_size=1, attn_cp_rank=0, attn_cp_size=1,
-        is_mla_model=False, enable_storage_metrics=False, is_page_first_layout=True,
-        model_name="Qwen/Qwen3-Next-80B-A3B-Instruct", extra_config=extra,
-    )  # fmt: skip
+    config = entry_config(sg, tmp_path, model="Qwen/Qwen3-Next-80B-A3B-Instruct", use_direct_io=True)
     geometry = load_geometry("qwen3_next_hybrid")
     kv = build_pool(geometry.kv, layout="page_first", page_num=4)
     (mamba_spec,) = geometry.side_pools
@@ -150,7 +138,7 @@ def test_a_configuration_that_would_take_the_legacy_calls_is_refused_at_startup(
             factory.create_backend("dynamic", config, None)
 
 
-def entry_config(sg: Any, tmp_path: Path, **extra: Any) -> Any:
+def entry_config(sg: Any, tmp_path: Path, model: str = "org/model", **extra: Any) -> Any:
     """What SGLang hands the class for ``--hicache-storage-backend dynamic`` with ``extra``."""
     extra = {
         "backend_name": "nixl-reference",
@@ -163,7 +151,7 @@ def entry_config(sg: Any, tmp_path: Path, **extra: Any) -> Any:
     return sg.HiCacheStorageConfig(
         tp_rank=0, tp_size=1, pp_rank=0, pp_size=1, attn_cp_rank=0, attn_cp_size=1,
         is_mla_model=False, enable_storage_metrics=False, is_page_first_layout=True,
-        model_name="org/model", extra_config=extra,
+        model_name=model, extra_config=extra,
     )  # fmt: skip
 
 

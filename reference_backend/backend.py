@@ -251,7 +251,10 @@ class NixlBackend:
             self.log.bury()
             if self.capacity:
                 self.capacity.arrive(i.digest[:8] for i in items)
-            return self.store(lane, items)
+            done = self.store(lane, items)
+            if not self.capacity:  # under a budget, eviction takes sparse segments, under its lock
+                self.log.reclaim(sum(i.pool.layout.size for i in items))
+            return done
 
     def store(self, lane: Lane, items: list[Item]) -> dict[int, bool]:
         """Append every item as one extent; on failure, each item as its own, for exact results.

@@ -347,6 +347,9 @@ class SegmentLog:
         self._purging: list[int] = []
         self._purging_numbers: set[int] = set()
         self._purge_mark = -1
+        self._reclaiming: tuple[Segment, list[bytes]] | None = None
+        """A finished segment of ours mostly superseded, and the digests of its records still to
+        move forward (``reclaim``)."""
         self._live: dict[Segment, int] = {}
         """Records of each segment the index points at."""
         self._held: dict[Segment, int] = {}
@@ -987,6 +990,44 @@ class SegmentLog:
             self._retire(segment, lingering=True)
         self.last_swap = time.perf_counter() - started
         return True
+
+    def reclaim(self, most: int) -> None:
+        """Copy up to ``most`` bytes of the live records of a finished segment of ours that is
+        less than half live forward, and delete it once none is left: overwrites do not leave
+        the store at twice its live bytes, budget or not, and no call pays for a whole segment.
+        The caller serialises writers."""
+        if self._reclaiming is None or self._reclaiming[0].retired:
+            self._reclaiming = self._sparse_segment()
+            if self._reclaiming is None:
+                return
+        segment, digests = self._reclaiming
+        group, moved = [], 0
+        with self._lock:
+            while digests and moved < most:
+                digest = digests.pop()
+                rid = self._index.find(digest)
+                loc = self._unless_evicted(digest, self._location(rid)) if rid >= 0 else None
+                if loc is not None and loc.segment is segment:
+                    group.append((digest, loc))
+                    moved += loc.size
+        if group and not self._move(group):
+            self._reclaiming = None
+            return
+        if not digests:
+            self._reclaiming = None
+            self.compact(segment, keep=set())
+
+    def _sparse_segment(self) -> tuple[Segment, list[bytes]] | None:
+        """A finished segment of ours whose indexed records fill less than half of it, with the
+        digests of those records; None when there is none."""
+        with self._lock:
+            for segment in self._segments.values():
+                if segment.own and segment is not self._writer and 2 * self.held(segment) < segment.scanned:
+                    rids = self._index.in_segment(segment.number)
+                    raw = self._index.column("family")[rids].astype("<u8"), self._index.column("rest")[rids]
+                    pairs = np.stack([raw[0], raw[1].astype("<u8")], axis=1).tobytes()
+                    return segment, [pairs[at : at + 16] for at in range(0, len(pairs), 16)]
+        return None
 
     def _move(self, group: list[tuple[bytes, Location]]) -> bool:
         """One extent holding ``group``'s records, each keeping its own sequence number, so a newer

@@ -329,6 +329,8 @@ class SegmentLog:
         self.checkpoint_path = os.path.join(self.folder, f"index.{tenant}.ckpt") if checkpoints else ""
         """Where the index is checkpointed at close and restored from at start ("": never)."""
         self._dead: dict[bytes, int] = {}
+        self._tomb_counts: dict[bytes, int] = {}
+        """Family -> how many segments hold a tombstone of it."""
         """Family -> sequence of its newest tombstone: older records of the family are evicted."""
         self._tombs: dict[Segment, dict[bytes, int]] = {}
         self.last_swap = 0.0
@@ -549,7 +551,7 @@ class SegmentLog:
             extent.segment.last, extent.segment.last_seq = extent.start, seq
             for entry in entries:
                 self._place(entry.digest, Location.of(extent.segment, extent.start, entry, seq))
-            self._purge(4 * len(entries) + 64)
+            self._purge(2 * len(entries) + 32)
         return True
 
     def _purge(self, most: int) -> None:
@@ -832,19 +834,23 @@ class SegmentLog:
 
     def _bury_family(self, segment: Segment, family: bytes, seq: int) -> None:
         self._dead[family] = max(seq, self._dead.get(family, -1))
-        self._tombs.setdefault(segment, {})[family] = seq
+        held = self._tombs.setdefault(segment, {})
+        if family not in held:
+            self._tomb_counts[family] = self._tomb_counts.get(family, 0) + 1
+        held[family] = seq
 
     def _forget_tombs(self, segment: Segment) -> None:
-        """A segment leaves: its tombstones stop hiding records, unless another segment holds
-        one as new for the same family (compaction carried it), so ``_dead`` only ever holds
-        what the disk holds."""
-        for family, seq in self._tombs.pop(segment, {}).items():
-            if self._dead.get(family) == seq:
-                rest = [t[family] for t in self._tombs.values() if family in t]
-                if rest:
-                    self._dead[family] = max(rest)
-                else:
-                    del self._dead[family]
+        """A segment leaves: a family no segment holds a tombstone of any more leaves ``_dead``,
+        so it holds what the disk holds, at O(1) a tombstone. Where another segment still holds
+        one, the newest sequence stays: a segment is deleted without carrying its tombstone
+        forward only when no older segment (no older record of the family) is left."""
+        for family in self._tombs.pop(segment, {}):
+            left = self._tomb_counts.get(family, 1) - 1
+            if left:
+                self._tomb_counts[family] = left
+            else:
+                self._tomb_counts.pop(family, None)
+                self._dead.pop(family, None)
 
     def tombstone(self, families: Sequence[bytes], seqs: Sequence[int] | None = None) -> bool:
         """Evict ``families`` in every process: one commit of tombstones, as many blocks as they
@@ -943,11 +949,13 @@ class SegmentLog:
         tombs = self._tombs.get(segment)
         if not tombs:
             return []
-        born = [int(s.name.split("-")[0]) for s in self._segments.values() if s is not segment]
+        oldest = min(
+            (int(s.name.split("-")[0]) for s in self._segments.values() if s is not segment), default=-1
+        )
         return [
             (family, seq)
             for family, seq in tombs.items()
-            if self._dead.get(family) == seq and any(b < seq for b in born)
+            if self._dead.get(family) == seq and 0 <= oldest < seq
         ]
 
     def families_in(self, segment: Segment) -> list[bytes]:
@@ -1163,6 +1171,7 @@ class SegmentLog:
         held close at a later ``bury``."""
         with self._lock:
             self._dead.clear()
+            self._tomb_counts.clear()
             self._tombs.clear()
             for segment in list(self._segments.values()):
                 self._retire(segment)
@@ -1173,6 +1182,7 @@ class SegmentLog:
             self._live.clear()
             self._held.clear()
             self._dead.clear()
+            self._tomb_counts.clear()
             self._tombs.clear()
             self._listing = (0, 0, 0, 0)
             with contextlib.suppress(OSError):
@@ -1191,6 +1201,7 @@ class SegmentLog:
             if self.checkpoint_path and self._looked_once:
                 self.save_checkpoint()
             self._dead.clear()
+            self._tomb_counts.clear()
             self._tombs.clear()
             for segment in list(self._segments.values()):
                 self._retire(segment)

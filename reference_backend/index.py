@@ -193,9 +193,6 @@ class Index:
     def segment_of(self, rid: int) -> int:
         return int(self._recs["segment"][rid])
 
-    def seq_of(self, rid: int) -> int:
-        return int(self._recs["seq"][rid])
-
     def put(self, digest: bytes, record: Record, rid: int = -1) -> int:
         """Store ``record`` for ``digest``: over record ``rid`` (its current one), or as a new one.
         Returns the record id."""

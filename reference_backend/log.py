@@ -15,7 +15,10 @@ nothing refers to. A writer seals a segment it has finished, so readers stop wat
 Records are never rewritten: a newer version of an entry is a new record under a later commit,
 and the index keeps the highest sequence number. A reader holding a location never sees it
 change under it. When every record of one of its own finished segments has been superseded, the
-writer deletes that segment, so overwrites do not grow the store without bound. A segment that
+writer deletes that segment, and one less than half live has its records copied forward a batch's
+worth per write (``reclaim``), so overwrites do not grow the store without bound. The index
+(:mod:`reference_backend.index`) is checkpointed at close (:mod:`reference_backend.checkpoint`)
+and restored when the log opens, where the segments agree with it. A segment that
 vanishes (``clear`` in another process) or shrinks is noticed by one ``stat`` per segment per
 call.
 
@@ -65,8 +68,6 @@ SEALED = 1
 # segment id (ties a commit to the file it was written for), CRC-32 of the block
 _HEAD = struct.Struct("<4sHHIQQQI")
 _ENTRY = struct.Struct("<16sQQIIQQ")
-TOMBS_PER_BLOCK = (BLOCK - _HEAD.size) // _ENTRY.size
-"""Families one tombstone commit (a block) evicts."""
 
 
 class Entry(NamedTuple):
@@ -329,9 +330,9 @@ class SegmentLog:
         self.checkpoint_path = os.path.join(self.folder, f"index.{tenant}.ckpt") if checkpoints else ""
         """Where the index is checkpointed at close and restored from at start ("": never)."""
         self._dead: dict[bytes, int] = {}
+        """Family -> sequence of its newest tombstone: older records of the family are evicted."""
         self._tomb_counts: dict[bytes, int] = {}
         """Family -> how many segments hold a tombstone of it."""
-        """Family -> sequence of its newest tombstone: older records of the family are evicted."""
         self._tombs: dict[Segment, dict[bytes, int]] = {}
         self.last_swap = 0.0
         """Seconds the last compaction held the index lock (what a concurrent get could wait)."""

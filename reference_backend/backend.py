@@ -328,8 +328,8 @@ class NixlBackend:
         done = run(items)
         if self.capacity:
             at = time.time_ns()
-            if prefix and self.capacity.budget.policy == "chain" and KV in self.planner.scopes:
-                self.capacity.touch_prefix([self.digest(KV, k) for k in prefix if isinstance(k, str)], at)
+            if prefix and self.capacity.counts_prefix and KV in self.planner.scopes:
+                self.capacity.touch([self.digest(KV, k) for k in prefix if isinstance(k, str)], at)
             self.capacity.touch([i.digest for i in items if done.get(id(i))], at)
         return done
 

@@ -309,10 +309,10 @@ class Capacity:
                 if number and self._used.get(number, 0) < when:
                     self._used[number] = when
 
-    def touch_prefix(self, digests: Sequence[bytes], at: int | None = None) -> None:
+    @property
+    def counts_prefix(self) -> bool:
         """The chain policy counts a batch's prefix as used with it: a head outlives its tails."""
-        if self.budget.policy == "chain":
-            self.touch(digests, at)
+        return self.budget.policy == "chain"
 
     def arrive(self, families: Iterable[bytes]) -> None:
         """A write of ``families`` begins: they and the previous write's are never its victims. The

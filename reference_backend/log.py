@@ -1032,10 +1032,9 @@ class SegmentLog:
         with self._lock:
             for segment in self._segments.values():
                 if segment.own and segment is not self._writer and 2 * self.held(segment) < segment.scanned:
-                    rids = self._index.in_segment(segment.number)
-                    raw = self._index.column("family")[rids].astype("<u8"), self._index.column("rest")[rids]
-                    pairs = np.stack([raw[0], raw[1].astype("<u8")], axis=1).tobytes()
-                    return segment, [pairs[at : at + 16] for at in range(0, len(pairs), 16)]
+                    return segment, [
+                        self._index.digest(rid) for rid in self._index.in_segment(segment.number)
+                    ]
         return None
 
     def _move(self, group: list[tuple[bytes, Location]]) -> bool:

@@ -98,14 +98,19 @@ def test_two_runs_agree_only_within_ten_percent() -> None:
     assert (agree, total) == (0, 2)
 
 
-def test_a_missed_2x_names_the_ours_over_limit_it_would_take() -> None:
-    """2x HiCacheNixl takes ours/limit of twice HiCacheNixl's own share of the limit: the table says
-    so where the target is missed, and says nothing more where it is met."""
+def test_each_batch_row_is_held_to_the_one_target_that_applies_to_it() -> None:
+    """2x HiCacheNixl is the target only where HiCacheNixl reaches under half the limit (issue 32,
+    item 7); elsewhere it is ours/limit >= 0.95, and the row names which it is held to."""
     row = _run(0.5)["results"][0]  # ours at 0.5 of the limit
-    row["times"]["hicache-nixl"] = [1.25] * 9  # HiCacheNixl at 0.8 of it: ours is 0.625x HiCacheNixl
-    assert report.batch_table({"results": [row]})[-1].endswith("| **no** | **no**: needs ours/limit ≥ 1.60 |")
+    row["times"]["hicache-nixl"] = [1.25] * 9  # HiCacheNixl at 0.8 of the limit
+    assert report.batch_table({"results": [row]})[-1].endswith("| ours/limit ≥ 0.95: **no** |")
     row["times"]["hicache-nixl"] = [5.0] * 9  # HiCacheNixl at 0.2 of it: ours is 2.5x HiCacheNixl
-    assert report.batch_table({"results": [row]})[-1].endswith("| **no** | yes |")
+    assert report.batch_table({"results": [row]})[-1].endswith("| 2x HiCacheNixl: yes |")
+    row["times"]["hicache-nixl"] = [2.25] * 9  # at 0.44 of it: ours is 1.1x HiCacheNixl
+    assert report.batch_table({"results": [row]})[-1].endswith("| 2x HiCacheNixl: **no** |")
+    fast = _run(0.97)["results"][0]
+    fast["times"]["hicache-nixl"] = [1.25 * 0.97] * 9
+    assert report.batch_table({"results": [fast]})[-1].endswith("| ours/limit ≥ 0.95: yes |")
 
 
 def test_a_metered_step_is_charged_its_own_time_and_not_its_nested_steps() -> None:

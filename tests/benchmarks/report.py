@@ -19,8 +19,11 @@ from typing import Any
 
 from tests.benchmarks.paired import Interval, differences, median_interval, ratios
 
-TARGET_LIMIT = 0.9
+TARGET_LIMIT = 0.95
 TARGET_UPSTREAM = 2.0
+UPSTREAM_TARGET_BELOW = 0.5
+"""2x HiCacheNixl is the target only where HiCacheNixl reaches less than this share of the limit;
+elsewhere 2x would ask more than raw NIXL does, and the target is ours/limit itself."""
 TARGET_OVERHEAD_US = {"get-warm": 30.0, "get": 30.0, "exists": 30.0, "set-fresh": 60.0}
 AGREEMENT = 0.10
 MODE_NAMES = {
@@ -119,21 +122,21 @@ def _gbps(row: dict[str, Any], name: str) -> str:
     return f"{row['bytes'] / median_interval(t).median / 1e9:.1f}" if t else "-"
 
 
-def _upstream_met(up: Interval | None, upstream_share: Interval | None) -> str:
-    """Whether ours is 2x HiCacheNixl; where not, the ours/limit that 2x would take: twice the
-    share of the limit HiCacheNixl itself reaches in the same rounds."""
-    met = _met(up, TARGET_UPSTREAM)
-    if up is None or upstream_share is None or up.median >= TARGET_UPSTREAM:
-        return met
-    return f"{met}: needs ours/limit ≥ {TARGET_UPSTREAM * upstream_share.median:.2f}"
+def target_for(on: Interval | None, up: Interval | None, upstream_share: Interval | None) -> str:
+    """The one target a batch-64 row is held to, named, and whether it is met: 2x HiCacheNixl where
+    HiCacheNixl reaches under half the limit, ours/limit >= 0.95 elsewhere (nothing beats the
+    limit, so twice an upstream already past half of it is out of anyone's reach)."""
+    if up is not None and upstream_share is not None and upstream_share.median < UPSTREAM_TARGET_BELOW:
+        return f"2x HiCacheNixl: {_met(up, TARGET_UPSTREAM)}"
+    return f"ours/limit ≥ {TARGET_LIMIT:g}: {_met(on, TARGET_LIMIT)}"
 
 
 def batch_table(data: dict[str, Any]) -> list[str]:
     lines = [
         "| workload | op | I/O mode, queue | batch | MB | ours ms | limit ms | limit GB/s |"
         " ours/limit (checksum on) | ours/limit (checksum off) | HiCacheNixl ms | HiCacheNixl/limit |"
-        " ours vs HiCacheNixl | 0.9 of limit | 2x HiCacheNixl |",
-        "|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---|---|---|---|",
+        " ours vs HiCacheNixl | target (batch 64) |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|---|---:|---|---|---|",
     ]
     for row in data["results"]:
         if row["batch"] == 1 or row["op"] == "exists":
@@ -146,8 +149,7 @@ def batch_table(data: dict[str, Any]) -> list[str]:
             f"{row['bytes'] / 1e6:.1f} | {_ms(row, 'ours')} | {_ms(row, 'limit')} | {_gbps(row, 'limit')} | "
             f"{_iv(on)} | {_iv(off)} | {_ms(row, 'hicache-nixl')} | {_iv(share)} | "
             f"{_iv(up, suffix='x') if up else refused or '-'} | "
-            f"{_met(on, TARGET_LIMIT) if row['batch'] >= 64 else ''} | "
-            f"{_upstream_met(up, share) if row['batch'] >= 64 else ''} |"
+            f"{target_for(on, up, share) if row['batch'] >= 64 else ''} |"
         )
     return lines
 

@@ -123,6 +123,7 @@ class NixlBackend:
             else self.settings.segment_bytes,
             tenant=tenant_name(tenant or ""),
             checkpoints=True,
+            checkpoint_every=self.settings.checkpoint_records,
         )
         if budget.limit:
             self.capacity = Capacity(self.log, budget)

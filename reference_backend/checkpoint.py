@@ -1,9 +1,12 @@
 """A checkpoint of the log's index, so that a restart reads one file instead of every commit.
 
 The segment log stays the truth; the checkpoint only saves the scan. It is written when a backend
-closes: numpy's uncompressed ``.npz`` (a zip whose every member carries a CRC-32, checked as it
-is read, so a torn or altered file fails to load), under a temporary name, synced, then renamed
-over the last one, so a reader meets the old checkpoint or the new one, never half of one.
+closes, and while it runs every ``EVERY`` records committed (or an eighth of the index), on a
+thread of its own, after syncing the segments it names: a crash costs the restart the scan of
+what came after it, not of the whole log. It is numpy's uncompressed ``.npz`` (a zip whose every
+member carries a CRC-32, checked as it is read, so a torn or altered file fails to load), under a
+temporary name, synced, then renamed over the last one, so a reader meets the old checkpoint or
+the new one, never half of one.
 
 It holds the index's arrays, each segment's place in the scan (name, inode, bytes scanned,
 sealed, where its newest commit starts and that commit's sequence number) and the tombstones
@@ -22,6 +25,9 @@ from dataclasses import dataclass
 import numpy as np
 
 VERSION = 1
+EVERY = 1 << 16
+"""Records committed between two checkpoints of a running log, at the least (an eighth of the
+index where that is more: the checkpoint's writes stay a small share of the data's)."""
 SEGMENT = np.dtype(
     [
         ("number", "<u4"),
@@ -44,6 +50,33 @@ class Saved:
     """One ``SEGMENT`` row per name."""
     tombs: np.ndarray
     index: dict[str, np.ndarray]
+
+
+def sweep(path: str) -> None:
+    """Remove temporary checkpoints (``save``'s) whose writer process is gone: a process killed
+    while it wrote one leaves it behind, and nothing else ever would remove it."""
+    folder, name = os.path.split(path)
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return
+    for entry in entries:
+        if not (entry.startswith(f"{name}.") and entry.endswith(".tmp")):
+            continue
+        pid = entry[len(name) + 1 :].split("-", 1)[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(folder, entry))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def save(path: str, saved: Saved) -> bool:

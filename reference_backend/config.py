@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from reference_backend.capacity import Budget
+from reference_backend.checkpoint import EVERY as CHECKPOINT_EVERY
 
 DEFAULT_DIR = "/tmp/hicache_storage"
 DEFAULT_DIRECT_IO = True
@@ -46,7 +47,17 @@ DEFAULT_DIRECT_IO = True
 docstring for why we keep it."""
 DIRECT_IO_ENV = "SGLANG_HICACHE_NIXL_USE_DIRECT_IO"
 QUEUES = {"aio": {}, "uring": {"use_uring": "true"}}
-_OUR_KEYS = {"storage_dir", "queue", "fsync", "verify", "segment_mib", "use_direct_io", "plugin", "tenant"}
+_OUR_KEYS = {
+    "storage_dir",
+    "queue",
+    "fsync",
+    "verify",
+    "segment_mib",
+    "checkpoint_records",
+    "use_direct_io",
+    "plugin",
+    "tenant",
+}
 _CAPACITY_KEYS = {
     "max_size",
     "l3_cleaner_enabled",
@@ -82,6 +93,9 @@ class BackendConfig:
     fsync: bool = False
     verify: bool = True
     segment_bytes: int = 1 << 30
+    checkpoint_records: int = CHECKPOINT_EVERY
+    """Records committed between two checkpoints of the index while the store runs (at least: an
+    eighth of the index when that is more); 0 checkpoints only at close."""
     budget: Budget = field(default_factory=Budget)
     tenant: str | None = None
     """Who owns what this instance stores; None: the model name."""
@@ -127,6 +141,9 @@ class BackendConfig:
             fsync=flag(extra.get("fsync", False), "fsync"),
             verify=flag(extra.get("verify", True), "verify"),
             segment_bytes=int(extra.get("segment_mib", 1024)) << 20,
+            checkpoint_records=_count(
+                extra.get("checkpoint_records", CHECKPOINT_EVERY), "checkpoint_records"
+            ),
             budget=Budget.from_extra(
                 {
                     **extra,
@@ -148,10 +165,24 @@ class BackendConfig:
             f"storage_dir={self.storage_dir} "
             f"O_DIRECT={onoff[self.direct_io]} (chosen by {self.direct_io_source}) "
             f"queue={self.queue} fsync={onoff[self.fsync]} verify={onoff[self.verify]} "
-            f"segment_mib={self.segment_bytes >> 20} budget={limit} "
+            f"segment_mib={self.segment_bytes >> 20} checkpoint_records={self.checkpoint_records} "
+            f"budget={limit} "
             f"watermarks={budget.high * 100:g}%/{budget.low * 100:g}% "
             f"pin_seconds={budget.pin_seconds:g} eviction_policy={budget.policy} tenant={tenant}"
         )
+
+
+def _count(value: Any, name: str) -> int:
+    """A count of at least zero, as JSON or a user writes it; anything else is refused."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"{name} must be a whole number of at least 0, not {value!r}")
+    try:
+        count = int(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a whole number of at least 0, not {value!r}") from None
+    if count < 0:
+        raise ValueError(f"{name} must be a whole number of at least 0, not {value!r}")
+    return count
 
 
 def resolve_direct_io(extra: dict[str, Any]) -> tuple[bool, str]:

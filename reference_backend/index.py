@@ -81,6 +81,14 @@ def _zeros(count: int, kind: DTypeLike) -> np.ndarray:
     return np.frombuffer(mmap.mmap(-1, count * dtype.itemsize), dtype)
 
 
+def columns(records: np.ndarray, shapes: np.ndarray) -> dict[str, np.ndarray]:
+    """Records as one array per field (views: saving writes them out without a copy of the
+    whole), and the shapes: what a checkpoint saves."""
+    out = {name: records[name] for name, _ in FIELDS}
+    out["shapes"] = shapes
+    return out
+
+
 class Record(NamedTuple):
     """One record as the log reads it back."""
 
@@ -317,9 +325,13 @@ class Index:
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Everything the index holds, as arrays a checkpoint saves."""
-        out = {name: np.ascontiguousarray(self._recs[name][: self._n]) for name, _ in FIELDS}
-        out["shapes"] = np.asarray(self._shapes, dtype=np.int64).reshape(-1, 2)
-        return out
+        return columns(*self.frozen())
+
+    def frozen(self) -> tuple[np.ndarray, np.ndarray]:
+        """A copy of the records (one memory copy: the part a checkpoint of a running log makes
+        under its lock) and of the shapes; :func:`columns` turns them into what is saved."""
+        shapes = np.asarray(self._shapes, dtype=np.int64).reshape(-1, 2)
+        return self._recs[: self._n].copy(), shapes
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> Index:

@@ -49,7 +49,7 @@ from typing import NamedTuple
 import numpy as np
 
 from reference_backend import checkpoint
-from reference_backend.index import Index, Record
+from reference_backend.index import Index, Record, columns
 from reference_backend.record import BLOCK, UNIT, pad
 
 FOLDER = "segments"
@@ -322,6 +322,7 @@ class SegmentLog:
         segment_bytes: int,
         tenant: str = "",
         checkpoints: bool = False,
+        checkpoint_every: int = checkpoint.EVERY,
     ) -> None:
         self.folder = os.path.join(root, FOLDER)
         self.tenant = tenant
@@ -329,6 +330,11 @@ class SegmentLog:
         self._suffix = f".{tenant}{SUFFIX}" if tenant else SUFFIX
         self.checkpoint_path = os.path.join(self.folder, f"index.{tenant}.ckpt") if checkpoints else ""
         """Where the index is checkpointed at close and restored from at start ("": never)."""
+        self._checkpoint_every = checkpoint_every
+        """Records committed between two checkpoints while the log runs (at least; an eighth of
+        the index when that is more), so a crash costs a restart the scan of that tail only."""
+        self._since_checkpoint = 0
+        self._checkpointing: threading.Thread | None = None
         self._dead: dict[bytes, int] = {}
         """Family -> sequence of its newest tombstone: older records of the family are evicted."""
         self._tomb_counts: dict[bytes, int] = {}
@@ -371,6 +377,8 @@ class SegmentLog:
         """This thread's current look (``one_look``): the sizes of the segments it has checked."""
         self._commit_buf = _Aligned()
         self._scan_buf = _Aligned()
+        if self.checkpoint_path:
+            checkpoint.sweep(self.checkpoint_path)
         self.restored = bool(self.checkpoint_path) and self.restore()
         """Whether the index started from a checkpoint (before any commit of ours, which it would
         otherwise replace)."""
@@ -553,6 +561,9 @@ class SegmentLog:
             for entry in entries:
                 self._place(entry.digest, Location.of(extent.segment, extent.start, entry, seq))
             self._purge(2 * len(entries) + 32)
+            self._since_checkpoint += len(entries)
+            if self._checkpoint_due():
+                self._checkpoint_in_background()
         return True
 
     def _purge(self, most: int) -> None:
@@ -1080,7 +1091,43 @@ class SegmentLog:
     def save_checkpoint(self) -> bool:
         """Write the index as it stands (see :mod:`reference_backend.checkpoint`); under a budget
         only where it fits beside the tenant's files, else the stale one is removed."""
+        self._join_checkpoint()
+        snapshot = self._snapshot()
+        return snapshot is not None and self._write_checkpoint(snapshot)
+
+    def _checkpoint_due(self) -> bool:
+        """Whether enough was committed since the last checkpoint (the caller holds the lock)."""
+        if not self.checkpoint_path or self._checkpoint_every <= 0:
+            return False
+        if self._checkpointing is not None and self._checkpointing.is_alive():
+            return False
+        return self._since_checkpoint >= max(self._checkpoint_every, len(self._index) // 8)
+
+    def _checkpoint_in_background(self) -> None:
+        """Copy the index now (under the lock: the one part a call waits for) and write it on a
+        thread of its own, so a crash restarts from it and scans only what came after."""
+        snapshot = self._snapshot()
+        if snapshot is None:
+            return
+        thread = threading.Thread(
+            target=self._write_checkpoint, args=(snapshot,), name="hicache-checkpoint", daemon=True
+        )
+        self._checkpointing = thread
+        thread.start()
+
+    def _join_checkpoint(self) -> None:
+        thread = self._checkpointing
+        if thread is not None:
+            thread.join()
+            self._checkpointing = None
+
+    def _snapshot(self) -> _Snapshot | None:
+        """What a checkpoint saves, copied (the records in one memory copy: the only part a call
+        waits for), and the descriptors of our segments it names (synced before it is written, so
+        it never names bytes a power loss could take back); None where it would not fit under the
+        budget (the stale one is removed)."""
         with self._lock:
+            self._since_checkpoint = 0
             segments = [s for s in self._segments.values() if self._alive(s) >= 0]
             rows = np.array(
                 [(s.number, s.ino, s.scanned, s.last, s.last_seq, s.sealed) for s in segments],
@@ -1090,15 +1137,26 @@ class SegmentLog:
                 [(s.number, f, q) for s in segments for f, q in self._tombs.get(s, {}).items()],
                 dtype=checkpoint.TOMB,
             )
-            arrays = self._index.arrays()
-            size = rows.nbytes + tombs.nbytes + sum(a.nbytes for a in arrays.values()) + (64 << 10)
+            records, shapes = self._index.frozen()
+            size = rows.nbytes + tombs.nbytes + records.nbytes + shapes.nbytes + (64 << 10)
             if self.cap and self.tenant_bytes() + size > self.cap:
                 with contextlib.suppress(OSError):
                     os.unlink(self.checkpoint_path)
-                return False
-            return checkpoint.save(
-                self.checkpoint_path, checkpoint.Saved([s.name for s in segments], rows, tombs, arrays)
-            )
+                return None
+            fds = [os.dup(s.fd) for s in segments if s.own]
+            return _Snapshot([s.name for s in segments], rows, tombs, records, shapes, fds)
+
+    def _write_checkpoint(self, snap: _Snapshot) -> bool:
+        try:
+            for fd in snap.fds:
+                os.fdatasync(fd)
+        except OSError:
+            return False
+        finally:
+            for fd in snap.fds:
+                os.close(fd)
+        saved = checkpoint.Saved(snap.names, snap.rows, snap.tombs, columns(snap.records, snap.shapes))
+        return checkpoint.save(self.checkpoint_path, saved)
 
     def restore(self) -> bool:
         """Start from the checkpoint where the log agrees with it; False (and an empty index, to
@@ -1167,9 +1225,13 @@ class SegmentLog:
     # -- lifecycle -----------------------------------------------------------------------------
 
     def clear(self) -> None:
-        """Delete every segment under the root, whoever wrote it; the descriptors of those still
-        held close at a later ``bury``."""
+        """Delete every segment under the root, whoever wrote it, and the index's checkpoint; the
+        descriptors of those still held close at a later ``bury``."""
+        self._join_checkpoint()
         with self._lock:
+            if self.checkpoint_path:
+                with contextlib.suppress(OSError):
+                    os.unlink(self.checkpoint_path)
             self._dead.clear()
             self._tomb_counts.clear()
             self._tombs.clear()
@@ -1213,6 +1275,19 @@ class SegmentLog:
             self._held.clear()
             self._commit_buf.close()
             self._scan_buf.close()
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """A checkpoint's content, copied under the log's lock, and our segments' descriptors to sync
+    before it is written."""
+
+    names: list[str]
+    rows: np.ndarray
+    tombs: np.ndarray
+    records: np.ndarray
+    shapes: np.ndarray
+    fds: list[int]
 
 
 class _Look:

@@ -215,6 +215,52 @@ def test_a_process_killed_while_it_checkpoints_leaves_a_restart_that_agrees_with
             restarted.close()
 
 
+RUNNING = textwrap.dedent(
+    """
+    import sys
+    from reference_backend.log import SegmentLog, Stamp
+    from tests.test_bounded_store import write
+    log = SegmentLog(sys.argv[1], direct=False, fsync=False, segment_bytes=1 << 20, tenant="ab",
+                     checkpoints=True, checkpoint_every=256)
+    log.refresh()
+    for batch in range(10**6):
+        write(log, [Stamp(f"{batch:08d}{i:08d}".encode(), 1, None) for i in range(64)])
+        print(batch, flush=True)
+    """
+)
+
+
+def test_a_running_log_checkpoints_as_it_goes_so_a_crash_restarts_from_one_and_agrees_with_the_log(
+    tmp_path: Path,
+) -> None:
+    """A process that never closes still leaves checkpoints (every 256 records here): killed with
+    SIGKILL at drawn moments while it writes (and checkpoints on its own thread), it restarts from
+    a checkpoint, scans on from it, and serves exactly what the log holds."""
+    root = Path(__file__).resolve().parents[1]
+    checkpoint_path = Path(open_log(tmp_path, checkpoints=True).checkpoint_path)
+    for moment in (0.2, 0.5, 1.1):
+        checkpoint_path.unlink(missing_ok=True)  # what the last restart's close wrote
+        child = subprocess.Popen(
+            [sys.executable, "-c", RUNNING, str(tmp_path)], cwd=root, stdout=subprocess.PIPE, text=True
+        )
+        assert child.stdout is not None
+        deadline = time.monotonic() + 60
+        while not checkpoint_path.exists():  # the running log's first checkpoint has landed
+            assert child.stdout.readline(), "the writer died"
+            assert time.monotonic() < deadline, "no checkpoint a minute into the run"
+        time.sleep(moment / 10)  # and it writes on: commits past it, maybe a checkpoint under way
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        restarted = open_log(tmp_path)
+        try:
+            assert restarted.restored, "a crashed log left no checkpoint a restart could trust"
+            assert view(restarted) == from_the_log(tmp_path)
+            left = list(checkpoint_path.parent.glob(f"{checkpoint_path.name}.*.tmp"))
+            assert not left, f"a killed writer's temporary checkpoints outlive the restart: {left}"
+        finally:
+            restarted.close()
+
+
 def test_a_deleted_segments_records_read_absent_at_once_and_leave_the_index_a_few_at_a_time(
     tmp_path: Path,
 ) -> None:

@@ -4,8 +4,10 @@ The scale sweep (:mod:`tests.benchmarks.scale`) drives the whole backend on 16-K
 takes 16 GB of disk a million entries; this drives :class:`reference_backend.log.SegmentLog`
 directly with 512-byte records (5 GB at 10M), to show what the index costs where the disk cannot
 hold real pages: a lookup of 64 stored digests, a commit of 64 new ones, the memory each entry
-takes, and a restart, from the checkpoint and from the log. Each N is filled in a fresh process,
-restarted in two more. No timing is asserted anywhere.
+takes, and a restart: from the checkpoint, from the log, and after a crash (a process that
+committed the most a running log commits between two checkpoints, then died without closing: the
+restart loads the last checkpoint and scans that tail). Each N is filled in a fresh process,
+restarted in more. No timing is asserted anywhere.
 
     python -m tests.benchmarks.index_scale [--sizes 1000 1000000 10000000] [--tmp DIR]
 """
@@ -25,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from reference_backend import checkpoint
 from reference_backend.log import Layout, SegmentLog, Stamp
 
 REPO = Path(__file__).resolve().parents[2]
@@ -102,6 +105,22 @@ def restart(root: str, n: int, checkpoints: bool) -> dict[str, Any]:
     return {"first_locate_s": took, "restored": log.restored}
 
 
+def crash(root: str, n: int) -> None:
+    """In its own process: restart, commit one record short of the next checkpoint, and die
+    without closing, as a crash would."""
+    log = open_log(root)
+    log.refresh()
+    tail = crash_tail(n)
+    for lo in range(n, n + tail, FILL_BATCH):
+        append(log, range(lo, min(n + tail, lo + FILL_BATCH)))
+    os._exit(0)
+
+
+def crash_tail(n: int) -> int:
+    """The most a running log of ``n`` records commits without a checkpoint."""
+    return max(checkpoint.EVERY, n // 8) - 1
+
+
 def child(*args: str) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-m", "tests.benchmarks.index_scale", *args],
@@ -121,9 +140,19 @@ def sweep(sizes: list[int], tmp: str) -> dict[int, dict[str, Any]]:
         try:
             row = child("--fill", root, str(n))
             row["restart_checkpoint_s"] = child("--restart", root, str(n))["first_locate_s"]
-            checkpoint = open_log(root).checkpoint_path
-            os.rename(checkpoint, checkpoint + ".aside")
+            saved = os.path.join(root, "segments", "index.ab.ckpt")  # open_log's tenant
+            os.rename(saved, saved + ".aside")
             row["restart_log_s"] = child("--restart-log", root, str(n))["first_locate_s"]
+            os.rename(saved + ".aside", saved)
+            subprocess.run(
+                [sys.executable, "-m", "tests.benchmarks.index_scale", "--crash", root, str(n)],
+                cwd=REPO,
+                check=True,
+            )
+            crashed = child("--restart", root, str(n))
+            assert crashed["restored"], "the crashed log's checkpoint was not trusted"
+            row["restart_crash_s"] = crashed["first_locate_s"]
+            row["crash_tail"] = crash_tail(n)
             out[n] = row
             print(n, json.dumps(row), flush=True)
         finally:
@@ -143,6 +172,8 @@ def table(rows: dict[int, dict[str, Any]]) -> str:
         ("close with checkpoint, s", "close_s", "{:.2f}"),
         ("restart from the checkpoint: open + first locate, s", "restart_checkpoint_s", "{:.3f}"),
         ("restart from the log (no checkpoint), s", "restart_log_s", "{:.2f}"),
+        ("records committed after the last checkpoint, at most", "crash_tail", "{:,}"),
+        ("restart after a crash: that checkpoint + that tail, s", "restart_crash_s", "{:.3f}"),
     ]
     body = "".join(
         f"| {name} | " + " | ".join(fmt.format(rows[n][key]) for n in sizes) + " |\n"
@@ -162,8 +193,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fill", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--restart", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--restart-log", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--crash", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.fill:
+    if args.crash:
+        crash(args.crash[0], int(args.crash[1]))
+    elif args.fill:
         print(json.dumps(fill(args.fill[0], int(args.fill[1]))))
     elif args.restart or args.restart_log:
         root, n = args.restart or args.restart_log

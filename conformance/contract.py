@@ -95,7 +95,9 @@ def capability_table() -> str:
         cell = ", ".join(f"`{p}`" for p in unlocked) or "-"
         if adapted:
             cell += "; adapts: " + ", ".join(f"`{p}`" for p in adapted)
-        lines.append(f'| <span id="{name}"></span>`{name}` | `{default}` | {doc.replace("|", "/")} | {cell} |')
+        lines.append(
+            f'| <span id="{name}"></span>`{name}` | `{default}` | {doc.replace("|", "/")} | {cell} |'
+        )
     return "\n".join(lines)
 
 

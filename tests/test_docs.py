@@ -94,9 +94,39 @@ def test_the_properties_page_names_every_property_with_its_guarantee() -> None:
                 assert f"### `{node.name}`\n\n**{guarantee}**" in page
 
 
-def test_the_configuration_page_lists_every_key_the_reference_backend_reads() -> None:
+def _configuration_table() -> dict[str, str]:
+    """docs/configuration.md's table of keys: each key -> its default cell."""
     table = (DOCS / "configuration.md").read_text().split("## Every key", 1)[1].split("\n\n", 2)[1]
-    keys = set(re.findall(r"^\| ((?:`\w+`(?:, )?)+) \|", table, re.M))
-    documented = {k for cell in keys for k in re.findall(r"`(\w+)`", cell)}
+    rows = {}
+    for line in table.splitlines()[2:]:
+        keys, default = line.split(" | ")[:2]
+        for key in re.findall(r"`(\w+)`", keys):
+            rows[key] = default
+    return rows
+
+
+def test_the_configuration_page_lists_every_key_the_reference_backend_reads() -> None:
     read = config._OUR_KEYS | config._CAPACITY_KEYS | {"use_uring", "interface_v1"}
-    assert read <= documented, read - documented
+    assert read <= set(_configuration_table()), read - set(_configuration_table())
+
+
+def test_the_configuration_page_gives_the_defaults_the_code_applies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(config.DIRECT_IO_ENV, raising=False)
+    built = config.BackendConfig.from_extra({}, tmp_path)
+    applied = {
+        "use_direct_io": str(built.direct_io).lower(),
+        "queue": built.queue,
+        "fsync": str(built.fsync).lower(),
+        "verify": str(built.verify).lower(),
+        "segment_mib": str(built.segment_bytes >> 20),
+        "pin_seconds": f"{built.budget.pin_seconds:g}",
+        "eviction_policy": built.budget.policy,
+        "l3_cleaner_high_watermark": f"{built.budget.high * 100:g}",
+    }
+    table = _configuration_table()
+    documented = {
+        key: re.split(r"[ ,]", table[key].strip("*` "), maxsplit=1)[0].strip("*`") for key in applied
+    }
+    assert documented == applied

@@ -1,10 +1,13 @@
-"""The backend contract as a table: each capability, what it promises, and the properties it unlocks.
+"""The backend contract as documentation: each capability, what it promises and the properties it
+unlocks; each property, its guarantee and the claims it needs.
 
 Generated from :class:`conformance.capabilities.Capabilities` (each field's ``metadata["doc"]``)
-and from the suite's sources (which properties name a claim in ``hicache_requires`` or
-``require(...)``, and which adapt to it by reading ``caps.<claim>``), so the README cannot drift
-from the code: ``python -m conformance.contract --update README.md`` rewrites its table, and a
-test checks it is current.
+and from the suite's sources (each property's docstring, which properties name a claim in
+``hicache_requires`` or ``require(...)``, and which adapt to it by reading ``caps.<claim>``), so
+the documentation cannot drift from the code: the docs site's build (``docs/hooks.py``) puts
+:func:`capability_table` and :func:`property_reference` into its pages; ``python -m
+conformance.contract`` prints the table, ``python -m conformance.contract --properties`` the
+reference.
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ from pathlib import Path
 from conformance.capabilities import capability_docs
 
 SUITE_DIR = Path(__file__).parent / "suite"
-BEGIN, END = "<!-- capability-table:begin -->", "<!-- capability-table:end -->"
 # helpers on Target that skip unless a claim holds
 _HELPERS = {
     "require_side_pools": "side_pools",
@@ -81,10 +83,9 @@ def claims_by_property() -> tuple[dict[str, set[str]], dict[str, set[str]]]:
 
 
 def capability_table() -> str:
-    """The README's table, one row per capability field."""
+    """The capabilities page's table, one row per capability field."""
     needs, reads = claims_by_property()
     lines = [
-        BEGIN,
         "| capability | default | what it promises, and what the suite may then do | properties it unlocks |",
         "|---|---|---|---|",
     ]
@@ -94,21 +95,48 @@ def capability_table() -> str:
         cell = ", ".join(f"`{p}`" for p in unlocked) or "-"
         if adapted:
             cell += "; adapts: " + ", ".join(f"`{p}`" for p in adapted)
-        lines.append(f"| `{name}` | `{default}` | {doc.replace('|', '/')} | {cell} |")
-    return "\n".join([*lines, END])
+        lines.append(
+            f'| <span id="{name}"></span>`{name}` | `{default}` | {doc.replace("|", "/")} | {cell} |'
+        )
+    return "\n".join(lines)
 
 
-def update(readme: Path) -> bool:
-    """Rewrite the table between the markers in ``readme``; True if it changed."""
-    text = readme.read_text()
-    start, end = text.index(BEGIN), text.index(END) + len(END)
-    new = text[:start] + capability_table() + text[end:]
-    readme.write_text(new)
-    return new != text
+def _claims(claims: list[str]) -> str:
+    return ", ".join(f"[`{c}`](capabilities.md#{c})" for c in claims)
+
+
+def property_reference() -> str:
+    """Every suite property by family, in the suite's order: its guarantee (the docstring's first
+    line), the rest of its docstring, the claims it needs (it is skipped without them) and those it
+    adapts to. Read from the sources, not imported, so the docs build needs no backend."""
+    needs, reads = claims_by_property()
+    needed: dict[str, list[str]] = defaultdict(list)
+    adapted: dict[str, list[str]] = defaultdict(list)
+    for claim, props in sorted(needs.items()):
+        for prop in props:
+            needed[prop].append(claim)
+    for claim, props in sorted(reads.items()):
+        for prop in props - needs.get(claim, set()):
+            adapted[prop].append(claim)
+    out: list[str] = []
+    for path in sorted(SUITE_DIR.glob("test_*.py")):
+        family = path.stem.removeprefix("test_")
+        module = ast.parse(path.read_text())
+        properties = [n for n in module.body if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
+        out += [f"## {family}", "", f"`conformance/suite/{path.name}`: {len(properties)} properties.", ""]
+        out += [ast.get_docstring(module) or "", ""]
+        for node in properties:
+            name = f"{family}::{node.name}"
+            guarantee, _, rest = (ast.get_docstring(node) or "").partition("\n")
+            out += [f"### `{node.name}`", "", f"**{guarantee.strip()}**", ""]
+            if rest.strip():
+                out += [rest.strip(), ""]
+            out.append(f"- needs: {_claims(needed[name]) or 'nothing: it runs against every backend'}")
+            if adapted[name]:
+                out.append(f"- adapts to: {_claims(adapted[name])}")
+            out.append("")
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--update"]:
-        print("updated" if update(Path(sys.argv[2])) else "unchanged")
-    else:
-        print(capability_table())
+    print(property_reference() if sys.argv[1:2] == ["--properties"] else capability_table())

@@ -1,7 +1,9 @@
 """The conformance matrix: backends as rows, property families as columns, from certification reports.
 
 ``python -m conformance.matrix cert/*/report.json --markdown docs/matrix.md [--update README.md]``
-reads the ``report.json`` of each certification (``--cert-report``) and prints one table. A cell
+reads the ``report.json`` of each certification (``--cert-report``) and prints one table; a
+document's marked summary (``--update``) gets each backend's verdict and counts without the
+families. A cell
 sums the family's properties for that backend: *passed* (all that ran passed), *known defect*
 (some fail as a declared known defect; the count is of those), *failed*, or *not claimed* (every
 property of the family was skipped for a claim the backend does not make). The reports must come
@@ -20,6 +22,9 @@ from pathlib import Path
 from typing import Any
 
 BEGIN, END = "<!-- conformance-matrix:begin -->", "<!-- conformance-matrix:end -->"
+SUMMARY_BEGIN, SUMMARY_END = "<!-- conformance-summary:begin -->", "<!-- conformance-summary:end -->"
+SUMMARY_COLUMNS = 7
+"""backend, mode, version, verdict, passed, known defects, not claimed: the table without families."""
 
 
 class MixedRun(ValueError):
@@ -87,11 +92,25 @@ def table(reports: list[dict[str, Any]]) -> str:
     return "\n".join([*lines, "", made])
 
 
+def summary(text: str) -> str:
+    """The table's first columns (:data:`SUMMARY_COLUMNS`) and the line that says what run it came from."""
+    rows, _, made = text.partition("\n\n")
+    cut = ["|" + "|".join(line.split("|")[1 : SUMMARY_COLUMNS + 1]) + "|" for line in rows.splitlines()]
+    return "\n".join([*cut, "", made])
+
+
 def update(document: Path, text: str) -> bool:
-    """Put ``text`` between the matrix markers of ``document``; True if it changed."""
-    old = document.read_text()
-    start, end = old.index(BEGIN), old.index(END) + len(END)
-    new = old[:start] + f"{BEGIN}\n{text}\n{END}" + old[end:]
+    """Put ``text`` between the matrix markers of ``document``, and its summary between the summary
+    markers, wherever they are; True if it changed."""
+    old = new = document.read_text()
+    marked = [
+        (b, e, t) for b, e, t in ((BEGIN, END, text), (SUMMARY_BEGIN, SUMMARY_END, summary(text))) if b in old
+    ]
+    if not marked:
+        raise ValueError(f"{document} has neither {BEGIN} nor {SUMMARY_BEGIN}")
+    for begin, end_mark, body in marked:
+        start, end = new.index(begin), new.index(end_mark) + len(end_mark)
+        new = new[:start] + f"{begin}\n{body}\n{end_mark}" + new[end:]
     document.write_text(new)
     return new != old
 

@@ -251,6 +251,18 @@ def suite_id(item: pytest.Item) -> str | None:
     return f"{path.name}::{item.nodeid.split('::', 1)[1]}"
 
 
+def suite_id_of(rootpath: Path, nodeid: str) -> str | None:
+    """:func:`suite_id` from a test's node id alone (all an xdist controller gets of its workers'
+    collections). Its path is relative to the rootdir, or, for a suite installed outside it, to the
+    suite folder (pytest names a test under a folder it was given relative to that folder)."""
+    where, _, rest = nodeid.partition("::")
+    path = rootpath / where
+    if not path.exists():
+        path = SUITE_DIR / where
+    path = path.resolve()
+    return f"{path.name}::{rest}" if rest and path.parent == SUITE_DIR and path.is_file() else None
+
+
 def _selected_by(item: pytest.Item, narrowed: list[tuple[Path, str]]) -> bool:
     path = Path(str(item.path)).resolve()
     chain = item.nodeid.split("::", 1)[1]
@@ -556,7 +568,10 @@ class CertCollector:
     """Gathers every suite property's outcome on the process that reports (the xdist controller)."""
 
     def __init__(self, config: pytest.Config, run: _Run) -> None:
+        from conformance.progress import Progress
+
         self.config, self.run = config, run
+        self.progress = Progress(run.spec.name, run.mode, self._say)
         self.by_id: dict[str, PropertyResult] = {}
         self.nodes: dict[str, str] = {}
         """Test node id -> property id, for reports that come without the property's record."""
@@ -571,6 +586,26 @@ class CertCollector:
         )
         self.max_examples = settings().max_examples
 
+    def _say(self, line: str) -> None:
+        """A progress line, between pytest's own (not under ``-qq``)."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None or self.config.get_verbosity() < -1:
+            return
+        if getattr(reporter._tw, "width_of_current_line", 0):  # after xdist's dots, which leave no mark
+            reporter.write("\n")
+        reporter.write_line(line)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        pids = [pid for pid in map(suite_id, session.items) if pid]
+        if pids:  # an xdist controller collects nothing: its workers' collections come below
+            self.progress.expect(pids, self.run.seed)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        pids = [pid for pid in (suite_id_of(self.config.rootpath, i) for i in ids) if pid]
+        if pids:
+            self.progress.expect(pids, self.run.seed)
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         got = getattr(node, "workeroutput", {}).get("hicache")
@@ -584,6 +619,7 @@ class CertCollector:
         from conformance.report import PropertyResult, family_of
 
         info = next((v for k, v in report.user_properties if k == "hicache"), None)
+        self._progressed(report, info)
         if not isinstance(info, dict):
             self._unrecorded(report)
             return
@@ -610,6 +646,17 @@ class CertCollector:
                 entry.reason = f"{report.when} failed" if report.when != "call" else ""
                 entry.message = str(info.get("message") or report.longreprtext[-4000:])
                 entry.example = str(info.get("example", ""))
+
+    def _progressed(self, report: pytest.TestReport, info: Any) -> None:
+        """Count the report toward its family's progress line."""
+        pid = str(info["property"]) if isinstance(info, dict) else self.nodes.get(report.nodeid)
+        if pid is None:
+            return
+        if hasattr(report, "wasxfail"):
+            outcome = "known defect"
+        else:
+            outcome = "failed" if report.failed else "skipped" if report.skipped else "passed"
+        self.progress.report(pid, report.when or "", outcome)
 
     def _unrecorded(self, report: pytest.TestReport) -> None:
         """A failure of a property that comes without its record is xdist's account of a worker

@@ -1,4 +1,6 @@
-"""The certification report: ``--cert-report=DIR`` writes ``report.json`` and ``report.md``.
+"""The certification report: ``--cert-report=DIR`` writes ``report.json``, ``report.md`` and
+``report.html`` (one page: the verdict, every family's counts, the skips with their reasons, the seed
+and the command that reproduces the run).
 
 A third party shows it to say "certified"; a CI gate archives it. It names the backend, the suite
 and the environment, says how the run was made (command line, date, hypothesis profile, the
@@ -13,9 +15,11 @@ check, not a certificate.
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import platform
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -26,6 +30,7 @@ import conformance
 _EXAMPLES = re.compile(r"(\d+) passing(?: examples)?, (\d+) failing")
 SUITE_DIR = Path(conformance.__file__).parent / "suite"
 CERTIFYING_EXAMPLES = 12
+_VERDICT_COLOURS = {"certified": "#1a7f37", "certified for a subset": "#1a7f37", "not certified": "#cf222e"}
 """The default profile's examples a property: the least depth a certificate vouches for."""
 
 
@@ -179,10 +184,88 @@ class CertReport:
             lines += [f"- `{n}`" for n in verdict["not_run"]]
         return "\n".join(lines) + "\n"
 
+    def family_counts(self) -> dict[str, Counter[str]]:
+        """Each family's properties by outcome, families in name order."""
+        counts: dict[str, Counter[str]] = {}
+        for p in self.ordered():
+            counts.setdefault(p.family, Counter())[p.outcome] += 1
+        return dict(sorted(counts.items()))
+
+    def html(self) -> str:
+        """The certificate as one self-contained page, for a person or a CI artifact."""
+        verdict, rows = self.verdict(), self.ordered()
+        e = html.escape
+        why = f" ({e(verdict['why'])})" if "why" in verdict else ""
+        facts = [
+            ("backend", f"{self.backend} {self.backend_version}, mode {self.mode}"),
+            ("suite", f"hicache-conformance {self.suite_version} (sources {self.suite_digest})"),
+            ("date", self.date),
+            ("hypothesis", f"profile {self.hypothesis_profile}, {self.max_examples} examples a property"),
+            ("seed", f"{self.seed} in every process"),
+            ("command", self.command),
+            ("reproduce", self.rerun),
+            ("environment", ", ".join(f"{k} {v}" for k, v in self.environment.items())),
+        ]
+        outcomes = ["passed", "failed", "known defect", "skipped", "not run"]
+        counts = self.family_counts()
+        total: Counter[str] = sum(counts.values(), Counter())
+        family_rows = [
+            f"<tr><td>{e(f)}</td><td>{sum(c.values())}</td>" + "".join(f"<td>{c[o]}</td>" for o in outcomes)
+            for f, c in [*counts.items(), ("all", total)]
+        ]
+        skips = [p for p in rows if p.outcome == "skipped"]
+        failing = [p for p in rows if p.outcome == "failed"]
+        known = [p for p in rows if p.outcome == "known defect"]
+        not_run = [p for p in rows if p.outcome == "not run"]
+        colour = _VERDICT_COLOURS.get(verdict["verdict"], "#b35900")  # partial run, quick check: amber
+        parts = [
+            "<!doctype html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f"<title>HiCache v2 certification: {e(self.backend)} ({e(self.mode)})</title>",
+            "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
+            "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left}"
+            "code,pre{background:#f6f8fa}pre{padding:.5em;overflow-x:auto;white-space:pre-wrap}</style>",
+            "</head><body>",
+            f"<h1>HiCache v2 certification: {e(self.backend)} ({e(self.mode)})</h1>",
+            f'<p style="font-size:1.4em">Verdict: <strong style="color:{colour}">'
+            f"{e(verdict['verdict'])}</strong>{why}</p>",
+            "<table>",
+            *(f"<tr><th>{k}</th><td><code>{e(str(v))}</code></td></tr>" for k, v in facts),
+            "</table>",
+            "<h2>Families</h2>",
+            "<table><tr><th>family</th><th>properties</th>" + "".join(f"<th>{o}</th>" for o in outcomes),
+            *family_rows,
+            "</table>",
+        ]
+        if failing:
+            parts.append(f"<h2>Failing properties ({len(failing)})</h2>")
+            for p in failing:
+                parts += [
+                    f"<h3><code>{e(p.property)}</code></h3>",
+                    f"<p>Guarantee: {e(p.guarantee)}</p>" + (f"<p>{e(p.reason)}</p>" if p.reason else ""),
+                    f"<pre>{e(p.message.strip() or '(no message)')}</pre>",
+                    *([f"<p>Minimal example:</p><pre>{e(p.example.strip())}</pre>"] if p.example else []),
+                ]
+        for title, group in (("Known defects", known), ("Skipped, with the reason", skips)):
+            if group:
+                parts.append(f"<h2>{title} ({len(group)})</h2><ul>")
+                parts += [f"<li><code>{e(p.property)}</code>: {e(p.reason)}</li>" for p in group]
+                parts.append("</ul>")
+        if not_run:
+            parts.append(f"<h2>Not run ({len(not_run)})</h2><ul>")
+            parts += [f"<li><code>{e(p.property)}</code></li>" for p in not_run]
+            parts.append("</ul>")
+        if self.unmatched_known_defects:
+            parts.append("<h2>Known-defect keys that match no suite property</h2><ul>")
+            parts += [f"<li><code>{e(k)}</code></li>" for k in self.unmatched_known_defects]
+            parts.append("</ul>")
+        return "\n".join([*parts, "</body></html>", ""])
+
     def write(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "report.json").write_text(json.dumps(self.as_dict(), indent=2))
         (folder / "report.md").write_text(self.markdown())
+        (folder / "report.html").write_text(self.html())
 
 
 def family_of(property_id: str) -> str:

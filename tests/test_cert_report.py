@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import sys
 from collections import Counter
@@ -28,6 +29,8 @@ def _run(
     )
     report = json.loads((folder / "report.json").read_text())
     assert (folder / "report.md").read_text().startswith(f"# HiCache v2 certification: {report['backend']}")
+    page = (folder / "report.html").read_text()
+    assert "Verdict: <strong" in page and f">{report['verdict']}</strong>" in page
     return result, report
 
 
@@ -57,6 +60,16 @@ def test_a_keyword_selection_is_a_partial_run_that_lists_what_did_not_run(pytest
     assert [p["property"] for p in report["properties"]] == sorted(
         p["property"] for p in report["properties"]
     )
+    # the run said what it was doing and how far it was, family by family
+    out = result.stdout.str()
+    families = Counter(p["family"] for p in ran)
+    assert (
+        f"hicache-conformance: certifying memory (mode default): {len(ran)} properties in "
+        f"{len(families)} families, hypothesis seed {report['seed']}"
+    ) in out
+    for family, n in families.items():
+        assert f"hicache-conformance: {family} started: backend memory, mode default, {n} propert" in out
+        assert re.search(rf"hicache-conformance: {family} done {n}/{n} in \d+:\d\d \(", out), family
 
 
 @pytest.mark.parametrize(
@@ -233,6 +246,46 @@ def test_the_verdict_certifies_only_a_whole_clean_run_at_full_depth() -> None:
     assert report("passed", "known defect") == "not certified"
 
 
+def test_the_html_certificate_gives_verdict_families_skips_seed_and_the_command_to_reproduce(
+    tmp_path: Path,
+) -> None:
+    rows = [
+        PropertyResult("test_a.py::test_x", "a", "passed"),
+        PropertyResult(
+            "test_a.py::test_y", "a", "skipped", reason="backend 'b' does not declare persistence"
+        ),
+        PropertyResult(
+            "test_b.py::test_z[p]", "b", "failed", guarantee="No <b>tag</b> leaks.", message="got <script>"
+        ),
+        PropertyResult("test_c.py::test_w", "c", "known defect", reason="keys are paths"),
+    ]
+    cert = CertReport(
+        "mine",
+        "1.0",
+        "direct",
+        {},
+        1234,
+        command="pytest --backend=mine",
+        rerun="pytest --backend=mine --hypothesis-seed=1234",
+        suite=[r.property for r in rows] + ["test_c.py::test_v"],
+        properties=rows,
+        max_examples=CERTIFYING_EXAMPLES,
+    )
+    cert.write(tmp_path)
+    page = (tmp_path / "report.html").read_text()
+    assert page.startswith("<!doctype html>") and page.rstrip().endswith("</html>")
+    assert ">not certified</strong>" in page
+    # every family's counts: properties, passed, failed, known defect, skipped, not run
+    assert "<tr><td>a</td><td>2</td><td>1</td><td>0</td><td>0</td><td>1</td><td>0</td>" in page
+    assert "<tr><td>c</td><td>2</td><td>0</td><td>0</td><td>1</td><td>0</td><td>1</td>" in page
+    assert "<tr><td>all</td><td>5</td><td>1</td><td>1</td><td>1</td><td>1</td><td>1</td>" in page
+    assert "<code>test_a.py::test_y</code>: backend &#x27;b&#x27; does not declare persistence" in page
+    assert "<code>1234 in every process</code>" in page
+    assert "<code>pytest --backend=mine --hypothesis-seed=1234</code>" in page
+    assert "got &lt;script&gt;" in page and "<script>" not in page and "No &lt;b&gt;tag" in page
+    assert "<code>test_c.py::test_v</code>" in page  # not run
+
+
 def test_junit_xml_records_every_property(pytester: pytest.Pytester) -> None:
     xml = pytester.path / "junit.xml"
     result = pytester.runpytest(
@@ -291,5 +344,13 @@ def test_skips_and_example_counts_come_back_from_xdist_workers(pytester: pytest.
     assert skipped > 0
     result.stdout.fnmatch_lines([f"skipped properties ({skipped}), not certified:"])
     report = json.loads((folder / "report.json").read_text())
+    # the controller says how far the run is, from its workers' reports
+    ran = [p for p in report["properties"] if p["outcome"] != "not run"]
+    result.stdout.re_match_lines(
+        [rf"hicache-conformance: certifying memory \(mode default\): {len(ran)} propert"]
+    )
+    result.stdout.re_match_lines(
+        [rf".*hicache-conformance: alignment_fallback done (\d+)/\1 in .*; run \d+/{len(ran)} done"]
+    )
     ran = [p for p in report["properties"] if p["outcome"] == "passed"]
     assert ran and all(p["examples"] > 0 for p in ran)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conformance.matrix import BEGIN, END, MixedRun, load, main, table
+from conformance.matrix import BEGIN, END, SUMMARY_BEGIN, SUMMARY_END, MixedRun, load, main, table
 
 
 def _report(backend: str, outcomes: dict[str, str], seed: int = 0, digest: str = "d") -> dict[str, Any]:
@@ -74,3 +74,23 @@ def test_the_marked_table_in_a_document_is_replaced(tmp_path: Path) -> None:
     assert main([*map(str, paths), "--update", str(doc)]) == 0
     text = doc.read_text()
     assert "old" not in text and "passed 1/1" in text and text.endswith(f"{END}\nafter\n")
+
+
+def test_a_marked_summary_gets_the_verdicts_and_counts_without_the_families(tmp_path: Path) -> None:
+    doc = tmp_path / "README.md"
+    doc.write_text(f"before\n{SUMMARY_BEGIN}\nold\n{SUMMARY_END}\nafter\n")
+    paths = _write(tmp_path, _report("a", {"test_x.py::p": "passed", "test_y.py::q": "skipped"}))
+    assert main([*map(str, paths), "--update", str(doc)]) == 0
+    text = doc.read_text()
+    header = next(line for line in text.splitlines() if line.startswith("| backend"))
+    assert header == "| backend | mode | version | verdict | passed | known defects | not claimed |"
+    assert "old" not in text and "passed 1/1" not in text and text.endswith(f"{SUMMARY_END}\nafter\n")
+    assert "seed" in text  # the line that says which run it came from
+
+
+def test_a_document_without_markers_is_refused(tmp_path: Path) -> None:
+    doc = tmp_path / "README.md"
+    doc.write_text("no markers\n")
+    paths = _write(tmp_path, _report("a", {"test_x.py::p": "passed"}))
+    with pytest.raises(ValueError, match="neither"):
+        main([*map(str, paths), "--update", str(doc)])

@@ -73,6 +73,7 @@ def test_without_backend_the_plugin_changes_nothing(user_project: pytest.Pyteste
     result = user_project.runpytest_subprocess(*args)
     result.assert_outcomes(passed=5)
     assert "hicache" in result.stdout.str()  # the plugin was loaded, and still changed nothing
+    assert "hicache-conformance:" not in result.stdout.str()  # and printed no progress line
     alone = user_project.runpytest_subprocess(*args, "-p", "no:hicache_conformance")
     alone.assert_outcomes(passed=5)
     assert "hicache" not in alone.stdout.str()

@@ -12,14 +12,19 @@ an entry, and a lookup touches one or two slots whatever the count. Removing a r
 last one into its place, and the probe run it leaves is mended by shifting later entries back, so
 nothing is ever marked deleted and nothing is left to sweep.
 
-Lookups run one digest at a time with ``struct`` over the array's bytes (a batch of 64 costs about
-as much as numpy's per-call overhead would); whole-index work (a segment's records, growth, a checkpoint) is
-vectorized.
+Two implementations of the probing share these arrays. The native one (``_index_native``, C++
+built at install where a compiler is found) probes a whole batch in one call; the pure-Python one
+probes one digest at a time with ``struct`` over the array's bytes (a batch of 64 costs about as
+much as numpy's per-call overhead would). They leave the arrays byte for byte the same, so either
+may serve an index the other filled. An index takes the native one when it imported, unless
+``HICACHE_NATIVE=0``; ``HICACHE_NATIVE=1`` requires it. Whole-index work (a segment's records, a
+checkpoint) is vectorized numpy in both.
 """
 
 from __future__ import annotations
 
 import mmap
+import os
 import struct
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
@@ -52,6 +57,29 @@ _MIX = 0x9E3779B97F4A7C15
 """Fibonacci hashing: both words are multiplied in, so digests that are not uniformly random (a
 test's, a tool's) still spread over the table."""
 _WORD = (1 << 64) - 1
+
+try:
+    from reference_backend import _index_native
+except ImportError as missing:  # built at install only where a compiler was found
+    _NATIVE_MISSING = str(missing)
+else:
+    _NATIVE_MISSING = ""
+
+
+def _use_native(native: bool | None) -> bool:
+    """Whether an index takes the native implementation: ``native`` when given, else as
+    ``HICACHE_NATIVE`` says (``0`` never, ``1`` always), else when it imported. Requiring it
+    where it did not import is an ImportError, not a silent fallback."""
+    if native is None:
+        setting = os.environ.get("HICACHE_NATIVE", "")
+        if setting not in ("", "0", "1"):
+            raise ValueError(f"HICACHE_NATIVE={setting!r}: 0 (pure Python) or 1 (native, required)")
+        if not setting:
+            return not _NATIVE_MISSING
+        native = setting == "1"
+    if native and _NATIVE_MISSING:
+        raise ImportError(f"the native index is required but did not import: {_NATIVE_MISSING}")
+    return native
 
 
 def _home(family: int, rest: int, mask: int) -> int:
@@ -110,7 +138,9 @@ def words(digest: bytes) -> tuple[int, int]:
 class Index:
     """Newest record per digest. Not thread-safe: the log calls it under its lock."""
 
-    def __init__(self) -> None:
+    def __init__(self, native: bool | None = None) -> None:
+        self.native = _use_native(native)
+        """Whether the native implementation probes this index (see the module's docstring)."""
         self._n = 0
         self.removals = 0
         """Counts calls that removed records (record ids past the removed ones may have moved)."""
@@ -149,6 +179,10 @@ class Index:
         """A new table of ``slots`` slots holding every record: vectorized linear probing."""
         table = _zeros(slots, np.uint32)
         mask = slots - 1
+        if self.native:
+            _index_native.rehash(table.data, self._raw, self._n, _CHUNK)
+            self._table, self._mask, self._slots = table, mask, table.data
+            return
         for start in range(0, self._n, _CHUNK):
             end = min(start + _CHUNK, self._n)
             ids = np.arange(start + 1, end + 1, dtype=np.uint32)
@@ -179,6 +213,8 @@ class Index:
 
     def find(self, digest: bytes) -> int:
         """The record id of ``digest``, or -1."""
+        if self.native:
+            return _index_native.find(self._slots, self._raw, digest)
         family, rest = _DIGEST.unpack(digest)
         slots, raw, mask, unpack = self._slots, self._raw, self._mask, _DIGEST.unpack_from
         at = _home(family, rest, mask)
@@ -189,6 +225,12 @@ class Index:
             if unpack(raw, (held - 1) * 48) == (family, rest):
                 return int(held) - 1
             at = (at + 1) & mask
+
+    def find_many(self, digests: Sequence[bytes]) -> list[int]:
+        """Each digest's record id, or -1: one call for a batch where the index is native."""
+        if self.native:
+            return _index_native.find_many(self._slots, self._raw, digests)
+        return list(map(self.find, digests))
 
     def record(self, rid: int) -> Record:
         _, _, offset, checksum, seq, segment, shape, flags = _ROW.unpack_from(self._raw, rid * 48)
@@ -204,19 +246,15 @@ class Index:
     def put(self, digest: bytes, record: Record, rid: int = -1) -> int:
         """Store ``record`` for ``digest``: over record ``rid`` (its current one), or as a new one.
         Returns the record id."""
-        if rid < 0:
+        family, rest = _DIGEST.unpack(digest)
+        shape = self.shape(record.size, record.tag)
+        flags = (SUMMED if record.checksum is not None else 0) | min(record.depth, DEPTH_LIMIT) << 1
+        fresh = rid < 0
+        if fresh:
             self._reserve(self._n + 1)
             if 10 * (self._n + 1) > 7 * len(self._table):
                 self._rehash(2 * len(self._table))
             rid = self._n
-            self._n += 1
-            family, rest = _DIGEST.unpack(digest)
-            at = _home(family, rest, self._mask)
-            while self._slots[at]:
-                at = (at + 1) & self._mask
-            self._slots[at] = rid + 1
-        family, rest = _DIGEST.unpack(digest)
-        flags = (SUMMED if record.checksum is not None else 0) | min(record.depth, DEPTH_LIMIT) << 1
         _ROW.pack_into(
             self._raw,
             rid * 48,
@@ -226,16 +264,23 @@ class Index:
             record.checksum or 0,
             record.seq,
             record.segment,
-            self.shape(record.size, record.tag),
+            shape,
             flags,
         )
+        if fresh:
+            self._n += 1
+            self._slot(rid)
         return rid
 
     def remove(self, rid: int) -> None:
         """Forget record ``rid``: the last record takes its id, and its probe run is mended."""
         self.removals += 1
-        self._unslot(rid)
         last = self._n - 1
+        if self.native:
+            _index_native.remove(self._slots, self._raw, rid, last)
+            self._n = last
+            return
+        self._unslot(rid)
         if rid != last:
             self._unslot(last)
             self._raw[rid * 48 : rid * 48 + 48] = self._raw[last * 48 : last * 48 + 48]
@@ -247,6 +292,10 @@ class Index:
         return _home(family, rest, self._mask)
 
     def _slot(self, rid: int) -> None:
+        """Give record ``rid``, its row written, the first empty slot of its probe run."""
+        if self.native:
+            _index_native.slot(self._slots, self._raw, rid)
+            return
         at = self._home(rid)
         while self._slots[at]:
             at = (at + 1) & self._mask
@@ -334,9 +383,9 @@ class Index:
         return self._recs[: self._n].copy(), shapes
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> Index:
+    def from_arrays(cls, arrays: dict[str, np.ndarray], native: bool | None = None) -> Index:
         """An index holding what ``arrays`` saved; ValueError when they do not fit together."""
-        index = cls()
+        index = cls(native)
         count = len(arrays["seq"])
         if any(len(arrays[name]) != count or arrays[name].dtype != np.dtype(kind) for name, kind in FIELDS):
             raise ValueError("checkpoint columns differ in length or type")

@@ -759,11 +759,11 @@ class SegmentLog:
 
     def _newest(self, digests: Sequence[bytes]) -> list[Location | None]:
         """Each digest's newest location in the index, unless evicted since (the caller looked)."""
-        find, out = self._index.find, []
-        for digest in digests:
-            rid = find(digest)
-            out.append(None if rid < 0 else self._unless_evicted(digest, self._location(rid)))
-        return out
+        rids = self._index.find_many(digests)
+        return [
+            None if rid < 0 else self._unless_evicted(digest, self._location(rid))
+            for digest, rid in zip(digests, rids)
+        ]
 
     def _unless_evicted(self, digest: bytes, loc: Location | None) -> Location | None:
         """``loc``, unless a tombstone evicted it or its segment was deleted."""

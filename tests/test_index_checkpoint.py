@@ -12,9 +12,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
+from reference_backend import index as index_module
 from reference_backend.index import Index, Record
 from reference_backend.log import SegmentLog, Stamp
 from tests.test_bounded_store import write
@@ -40,11 +42,53 @@ ops = st.lists(
 )
 
 
+IMPLEMENTATIONS = [
+    pytest.param(False, id="python"),
+    pytest.param(
+        True,
+        id="native",
+        marks=pytest.mark.skipif(
+            bool(index_module._NATIVE_MISSING),
+            reason=f"the C++ kernel was not built (no compiler at install?): {index_module._NATIVE_MISSING}",
+        ),
+    ),
+]
+"""Both implementations of the index's probing, each certified by the same tests."""
+
+
+def test_the_native_index_is_built_wherever_it_is_required() -> None:
+    """CI builds the kernel at install and requires it (``HICACHE_NATIVE=1``) in its native runs,
+    so a build that failed quietly (the extension is optional) fails here instead of certifying
+    the pure-Python path twice."""
+    if os.environ.get("HICACHE_NATIVE") == "1":
+        assert not index_module._NATIVE_MISSING, index_module._NATIVE_MISSING
+        assert Index().native
+
+
+def test_hicache_native_selects_the_implementation_and_a_required_one_that_is_missing_is_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HICACHE_NATIVE", "0")
+    assert not Index().native
+    monkeypatch.setenv("HICACHE_NATIVE", "yes")
+    with pytest.raises(ValueError, match="HICACHE_NATIVE"):
+        Index()
+    monkeypatch.setattr(index_module, "_NATIVE_MISSING", "no module named _index_native")
+    monkeypatch.delenv("HICACHE_NATIVE")
+    assert not Index().native
+    monkeypatch.setenv("HICACHE_NATIVE", "1")
+    with pytest.raises(ImportError, match="no module named _index_native"):
+        Index()
+    with pytest.raises(ImportError):
+        Index(native=True)
+
+
+@pytest.mark.parametrize("native", IMPLEMENTATIONS)
 @settings(max_examples=60, deadline=None)
 @given(history=ops, crowd=st.integers(0, 3000))
-def test_the_index_agrees_with_a_dictionary_through_puts_removals_and_drops(history, crowd) -> None:
+def test_the_index_agrees_with_a_dictionary_through_puts_removals_and_drops(native, history, crowd) -> None:
     """``crowd`` records first, so the table grows and probe runs meet; then a drawn history."""
-    index, model = Index(), {}
+    index, model = Index(native), {}
     rng = np.random.default_rng(crowd)
     for raw in rng.integers(0, 255, (crowd, 16), dtype=np.uint8):
         digest = raw.tobytes()
@@ -66,9 +110,49 @@ def test_the_index_agrees_with_a_dictionary_through_puts_removals_and_drops(hist
     assert len(index) == len(model)
     for digest, record in model.items():
         assert index.record(index.find(digest)) == record
-    restored = Index.from_arrays(index.arrays())
+    absent = [bytes(16), b"\xff" * 16]
+    assert index.find_many([*model, *absent]) == [
+        *(index.find(d) for d in model),
+        *(index.find(d) if d in model else -1 for d in absent),
+    ]
+    restored = Index.from_arrays(index.arrays(), native)
     assert {d: restored.record(restored.find(d)) for d in model} == model
     assert restored.find(b"\x01" * 16) == (-1 if b"\x01" * 16 not in model else restored.find(b"\x01" * 16))
+
+
+def same(one: Index, other: Index) -> None:
+    """The two hold the same records under the same ids, in byte-equal slot tables."""
+    assert len(one) == len(other)
+    assert bytes(one._table) == bytes(other._table)
+    assert bytes(one._raw[: 48 * len(one)]) == bytes(other._raw[: 48 * len(other)])
+
+
+@pytest.mark.skipif(bool(index_module._NATIVE_MISSING), reason="the C++ kernel was not built")
+@settings(max_examples=40, deadline=None)
+@given(history=ops, crowd=st.integers(0, 3000))
+def test_both_implementations_place_every_record_in_the_same_slot(history, crowd) -> None:
+    """Through the same history the native and the pure-Python index, and one that changes
+    implementation at every step, leave byte-equal tables and records; a checkpoint of either
+    restores into the other the same. So either may serve what the other filled or saved."""
+    native, python, mixed = Index(native=True), Index(native=False), Index(native=True)
+    both = (native, python, mixed)
+    rng = np.random.default_rng(crowd)
+    for raw in rng.integers(0, 255, (crowd, 16), dtype=np.uint8):  # growth: rehashes
+        for index in both:
+            index.put(raw.tobytes(), Record(1, 0, 512, 0, None, 1, 0), index.find(raw.tobytes()))
+    for op in history:
+        note(repr(op))
+        mixed.native = not mixed.native
+        for index in both:
+            if op[0] == "put":
+                index.put(op[1], op[2], index.find(op[1]))
+            elif op[0] == "remove" and len(index):
+                index.remove(op[1] % len(index))
+            elif op[0] == "drop_segment":  # one removal at a time, or (many) compaction and rehash
+                index.drop(index.in_segment(op[1]))
+        same(native, python)
+        same(native, mixed)
+    same(Index.from_arrays(native.arrays(), native=False), Index.from_arrays(python.arrays(), native=True))
 
 
 MEASURE = textwrap.dedent(

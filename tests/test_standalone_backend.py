@@ -3,9 +3,10 @@
 A fresh virtual environment (no system site packages) gets CPU torch, then this distribution with
 the ``nixl`` extra only, then SGLang 0.5.23 as CI installs it (``--no-deps``). SGLang's
 ``StorageBackendFactory`` builds the file target through the dynamic loader and a page round-trips;
-the S3 target and the SGLang entry import. Neither pytest nor hypothesis may be installed by that,
-and loading the backend may import none of them, nor the ``conformance`` package (one
-``pyproject.toml`` ships both products, so its files are there, inert without the extras).
+the S3 target and the SGLang entry import; the install built the index's C++ kernel wherever a
+compiler is found. Neither pytest nor hypothesis may be installed by that, and loading the backend
+may import none of them, nor the ``conformance`` package (one ``pyproject.toml`` ships both
+products, so its files are there, inert without the extras).
 
 Building the environment takes minutes, so the test is marked slow: ``-m slow`` runs it (CI does).
 """
@@ -86,8 +87,10 @@ stored = backend.batch_set_v1(["a", "b"], torch.arange(8))
 pool.buf.zero_()
 read = backend.batch_get_v1(["a", "b"], torch.arange(8))
 backend.close()
+from reference_backend.index import Index
 print(json.dumps({
     "loaded_by": loaded_by,
+    "native": Index().native,
     "round_trip": stored == read == [True, True] and bool(torch.equal(pool.buf[:8], written)),
     "installed": sorted(m for m in SUITE_DEPENDENCIES if importlib.util.find_spec(m) is not None),
     "imported": sorted({m.split(".")[0] for m in sys.modules} & set(SUITE_ONLY)),
@@ -128,6 +131,7 @@ def test_the_backend_installs_and_loads_without_the_suite(tmp_path: Path) -> Non
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found == {
         "loaded_by": "SGLang's StorageBackendFactory",
+        "native": shutil.which("c++") is not None,  # the index's kernel, built at install where it can be
         "round_trip": True,
         "installed": [],
         "imported": [],

@@ -292,7 +292,9 @@ class BackendSpec:
     become non-strict xfails, since a pass proves nothing there. ``session``, when given, is
     entered once per test session (per xdist worker) around the whole run: a backend whose store
     is a service starts or finds it there, and publishes where it is through the environment, so
-    the suite's child processes reach the same one.
+    the suite's child processes reach the same one; ``server``, when given, names that service
+    with its version (``moto 5.2.1``) for the certification report, where it tells apart runs of
+    one backend on different servers.
     """
 
     name: str
@@ -303,6 +305,7 @@ class BackendSpec:
     known_defects: Mapping[str, str] = field(default_factory=dict)
     intermittent_defects: Mapping[str, str] = field(default_factory=dict)
     session: Callable[[], AbstractContextManager[None]] | None = None
+    server: Callable[[], str] | None = None
 
     def known_defect(self, test_id: str, mode: str) -> tuple[str, bool] | None:
         """``(reason, strict)`` where a declared defect covers ``test_id`` in ``mode``, else None."""

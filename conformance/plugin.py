@@ -650,6 +650,7 @@ class CertCollector:
             self.run.mode,
             caps.as_dict(),
             self.run.seed,
+            server=spec.server() if spec.server else "",
             command=shlex.join([*_program(config), *config.invocation_params.args]),
             rerun=rerun_command(config, self.run.seed),
             date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),

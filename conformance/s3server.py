@@ -5,8 +5,8 @@ Ceph or AWS endpoint of your own); otherwise it starts the server ``HICACHE_S3_S
 loopback for the duration: ``moto`` (the default: a stand-in, up in a second) or ``rgw`` (Ceph's
 gateway on a one-host cluster, :mod:`conformance.rgw`: a real S3 implementation, up in seconds),
 and publishes it through the environment so the suite's child processes reach the same server.
-Either way the bucket exists afterwards. ``server_name()`` says which server that was, for the
-certification report.
+Either way the bucket exists afterwards. ``server()`` says which server that was, for the
+certification report and for known defects that hold on one server only.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator
 from importlib.metadata import version
 
+from conformance.capabilities import Server
 from conformance.services import LOOPBACK, environment, free_port, running
 
 ENDPOINT_ENV = "HICACHE_S3_ENDPOINT"
@@ -65,16 +66,19 @@ def client_settings() -> dict[str, str]:
     return dict(CLIENT_SETTINGS.get(os.environ.get(SERVER_ENV) or "moto", {}))
 
 
-def server_name() -> str:
-    """The S3 server a session meets, with its version: ``moto 5.2.1``, ``ceph radosgw 16.2.15``,
-    or, for an endpoint of the user's own, what ``HICACHE_S3_SERVER`` calls it (else ``given endpoint``)."""
-    if os.environ.get(ENDPOINT_ENV):
-        return os.environ.get(SERVER_ENV) or "given endpoint"
-    if chosen_server() == "rgw":
+def server() -> Server:
+    """The S3 server a session meets: ``moto`` or ``rgw``, described with the version installed
+    here (``moto 5.2.1``, ``ceph radosgw 16.2.15``); for an endpoint of the user's own, what
+    ``HICACHE_S3_SERVER`` calls it (``given endpoint`` where it says nothing)."""
+    named = os.environ.get(SERVER_ENV)
+    if os.environ.get(ENDPOINT_ENV) and named not in SERVERS:
+        return Server(named or "given endpoint", named or "given endpoint")
+    name = chosen_server()
+    if name == "rgw":
         from conformance import rgw
 
-        return f"ceph radosgw {rgw.version()}"
-    return f"moto {version('moto')}"
+        return Server(name, f"ceph radosgw {rgw.version()}")
+    return Server(name, f"moto {version('moto')}")
 
 
 def make_bucket(endpoint: str, bucket: str) -> None:

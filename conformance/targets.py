@@ -17,9 +17,10 @@ from conformance.s3server import (
     DEFAULT_BUCKET,
     DEFAULTS,
     ENDPOINT_ENV,
+    SERVERS,
     client_settings,
     ensure_endpoint,
-    server_name,
+    server,
 )
 from reference_backend import __version__
 from reference_backend.backend import NixlBackend
@@ -107,5 +108,6 @@ NIXL_OBJ = BackendSpec(
     NIXL_OBJ_CAPABILITIES,
     version=__version__,
     session=ensure_endpoint,
-    server=server_name,
+    server=server,
+    servers=SERVERS,
 )

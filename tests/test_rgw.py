@@ -16,7 +16,7 @@ import pytest
 
 from conformance import rgw
 from conformance.interface import HiCacheStorageConfig
-from conformance.s3server import ENDPOINT_ENV, SERVER_ENV, ensure_endpoint, server_name
+from conformance.s3server import ENDPOINT_ENV, SERVER_ENV, ensure_endpoint, server
 from conformance.services import environment
 from conformance.targets import nixl_obj_factory
 from tests.test_reference_backend import indices, kv_pool
@@ -81,9 +81,15 @@ def _obj_backend(where: Path, **extra: Any) -> Any:
     return nixl_obj_factory(config, where)
 
 
-def test_the_session_names_the_gateway_and_its_version(session: None) -> None:
-    assert os.environ[ENDPOINT_ENV].startswith("http://127.0.0.1:")
-    assert server_name() == f"ceph radosgw {rgw.version()}"
+def test_a_report_names_the_server_the_session_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENDPOINT_ENV, raising=False)
+    monkeypatch.setenv(SERVER_ENV, "rgw")
+    assert server() == ("rgw", f"ceph radosgw {rgw.version()}")
+    monkeypatch.setenv(SERVER_ENV, "minio")
+    with pytest.raises(ValueError, match="moto or rgw"):
+        server()
+    monkeypatch.setenv(ENDPOINT_ENV, "http://s3.example:80")
+    assert server() == ("minio", "minio")  # a server of the user's own is called what they call it
 
 
 def test_the_object_target_round_trips_pages_through_the_gateway(session: None, tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from typing import Any
 
 from conformance.capabilities import SIDE_POOLS, BackendSpec, Capabilities
 from conformance.interface import HiCacheStorageConfig, PoolHitPolicy
-from conformance.s3server import BUCKET_ENV, ENDPOINT_ENV, ensure_endpoint, server_name
+from conformance.s3server import BUCKET_ENV, ENDPOINT_ENV, SERVERS, ensure_endpoint, server
 from conformance.upstream.adapters import VERSION, UpstreamAdapter, to_sglang_config
 from conformance.upstream.host_pools import build_pool
 from conformance.upstream.known_defects import SGLANG_SEAWEEDFS_DEFECTS
@@ -80,5 +80,6 @@ SGLANG_SEAWEEDFS = BackendSpec(
     build_pool=build_pool,
     known_defects=SGLANG_SEAWEEDFS_DEFECTS,
     session=_session,
-    server=server_name,
+    server=server,
+    servers=SERVERS,
 )

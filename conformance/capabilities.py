@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from dataclasses import MISSING, dataclass, field, fields
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from conformance.interface import HiCacheStorageConfig, PoolHitPolicy, PoolName
 
@@ -279,6 +279,14 @@ PoolBuilder = Callable[..., Any]
 MLA KV pool under DCP also gets ``dcp_size`` (only then, so builders without DCP keep working)."""
 
 
+class Server(NamedTuple):
+    """The service a backend's ``session`` meets: ``name`` (``moto``, ``rgw``) qualifies known
+    defects the way an I/O mode does, ``description`` (with its version) goes in the report."""
+
+    name: str
+    description: str
+
+
 @dataclass(frozen=True)
 class BackendSpec:
     """A named backend: how to build one on a storage location, and what it claims.
@@ -292,7 +300,10 @@ class BackendSpec:
     become non-strict xfails, since a pass proves nothing there. ``session``, when given, is
     entered once per test session (per xdist worker) around the whole run: a backend whose store
     is a service starts or finds it there, and publishes where it is through the environment, so
-    the suite's child processes reach the same one.
+    the suite's child processes reach the same one; ``server``, when given, says which service
+    that is (the certification report names it, so runs of one backend on two servers stay apart),
+    and ``servers`` lists the names it can be: a known defect keyed ``name@server`` holds on that
+    server only, as ``name@mode`` holds in that I/O mode only.
     """
 
     name: str
@@ -303,11 +314,15 @@ class BackendSpec:
     known_defects: Mapping[str, str] = field(default_factory=dict)
     intermittent_defects: Mapping[str, str] = field(default_factory=dict)
     session: Callable[[], AbstractContextManager[None]] | None = None
+    server: Callable[[], Server] | None = None
+    servers: tuple[str, ...] = ()
 
-    def known_defect(self, test_id: str, mode: str) -> tuple[str, bool] | None:
-        """``(reason, strict)`` where a declared defect covers ``test_id`` in ``mode``, else None."""
+    def known_defect(self, test_id: str, mode: str, server: str = "") -> tuple[str, bool] | None:
+        """``(reason, strict)`` where a declared defect covers ``test_id`` in ``mode`` on
+        ``server``, else None."""
         base = test_id.split("[", 1)[0] + "[*]"
-        for key in (f"{test_id}@{mode}", f"{base}@{mode}", test_id, base):
+        where = [mode, server] if server else [mode]
+        for key in (*(f"{k}@{w}" for w in where for k in (test_id, base)), test_id, base):
             if key in self.known_defects:
                 return self.known_defects[key], True
             if key in self.intermittent_defects:
@@ -315,13 +330,13 @@ class BackendSpec:
         return None
 
     def unmatched_defects(self, test_ids: Iterable[str]) -> list[str]:
-        """Declared defect keys that cover none of ``test_ids``, or name an I/O mode this backend
-        does not declare: a key that can never apply is a stale claim, reported, not ignored."""
+        """Declared defect keys that cover none of ``test_ids``, or name an I/O mode or server this
+        backend does not declare: a key that can never apply is a stale claim, reported, not ignored."""
         ids = set(test_ids)
         covered = ids | {t.split("[", 1)[0] + "[*]" for t in ids}
         stale = []
         for key in [*self.known_defects, *self.intermittent_defects]:
             name, _, mode = key.partition("@")
-            if name not in covered or (mode and mode not in self.capabilities.io_modes):
+            if name not in covered or (mode and mode not in {*self.capabilities.io_modes, *self.servers}):
                 stale.append(key)
         return sorted(stale)

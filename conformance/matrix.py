@@ -1,14 +1,14 @@
 """The conformance matrix: backends as rows, property families as columns, from certification reports.
 
 ``python -m conformance.matrix cert/*/report.json --markdown docs/matrix.md [--update README.md]``
-reads the ``report.json`` of each certification (``--cert-report``) and prints one table; a
-document's marked summary (``--update``) gets each backend's verdict and counts without the
-families. A cell
-sums the family's properties for that backend: *passed* (all that ran passed), *known defect*
-(some fail as a declared known defect; the count is of those), *failed*, or *not claimed* (every
-property of the family was skipped for a claim the backend does not make). The reports must come
-from one suite (one source digest) and one seed, so the rows compare: otherwise it stops and says
-which report differs.
+reads the ``report.json`` of each certification (``--cert-report``) and prints one table, a row
+for each backend, mode and server (the service its store ran on, such as the S3 server: moto or
+Ceph's gateway; ``-`` for none); a document's marked summary (``--update``) gets each row's
+verdict and counts without the families. A cell sums the family's properties for that row:
+*passed* (all that ran passed), *known defect* (some fail as a declared known defect; the count is
+of those), *failed*, or *not claimed* (every property of the family was skipped for a claim the
+backend does not make). The reports must come from one suite (one source digest) and one seed, so
+the rows compare: otherwise it stops and says which report differs.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from typing import Any
 
 BEGIN, END = "<!-- conformance-matrix:begin -->", "<!-- conformance-matrix:end -->"
 SUMMARY_BEGIN, SUMMARY_END = "<!-- conformance-summary:begin -->", "<!-- conformance-summary:end -->"
-SUMMARY_COLUMNS = 7
-"""backend, mode, version, verdict, passed, known defects, not claimed: the table without families."""
+SUMMARY_COLUMNS = 8
+"""backend, mode, server, version, verdict, passed, known defects, not claimed: the table without
+families."""
 
 
 class MixedRun(ValueError):
@@ -63,9 +64,10 @@ def cell(outcomes: Counter[str]) -> str:
 def table(reports: list[dict[str, Any]]) -> str:
     """The markdown table and the lines that say what run it came from."""
     families = sorted({p["family"] for r in reports for p in r["properties"]})
-    header = ["backend", "mode", "version", "verdict", "passed", "known defects", "not claimed", *families]
+    header = ["backend", "mode", "server", "version", "verdict", "passed", "known defects", "not claimed"]
+    header += families
     lines = [f"| {' | '.join(header)} |", "|" + "---|" * len(header)]
-    for r in sorted(reports, key=lambda r: (r["backend"], r["mode"])):
+    for r in sorted(reports, key=lambda r: (r["backend"], r["mode"], r.get("server", ""))):
         by_family: dict[str, Counter[str]] = {f: Counter() for f in families}
         for p in r["properties"]:
             by_family[p["family"]][p["outcome"]] += 1
@@ -73,6 +75,7 @@ def table(reports: list[dict[str, Any]]) -> str:
         row = [
             f"`{r['backend']}`",
             r["mode"],
+            r.get("server") or "-",
             r["backend_version"],
             r["verdict"],
             str(totals["passed"]),

@@ -314,6 +314,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             items[:] = keep
     fields = set(Capabilities.__dataclass_fields__)
     caps = run.spec.capabilities
+    server = run.spec.server().name if run.spec.server else ""
     for item in items:
         pid = suite_id(item)
         if pid is None:
@@ -326,7 +327,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if missing:
             reason = f"backend {run.spec.name!r} does not declare {', '.join(missing)}"
             item.add_marker(pytest.mark.skip(reason=reason + (f": {why}" if why else "")))
-        defect = run.spec.known_defect(pid.split("::", 1)[1], run.mode)
+        defect = run.spec.known_defect(pid.split("::", 1)[1], run.mode, server)
         if defect:
             reason, strict = defect
             item.add_marker(pytest.mark.xfail(strict=strict, reason=f"known defect: {reason}"))
@@ -697,6 +698,7 @@ class CertCollector:
             self.run.mode,
             caps.as_dict(),
             self.run.seed,
+            server=spec.server().description if spec.server else "",
             command=shlex.join([*_program(config), *config.invocation_params.args]),
             rerun=rerun_command(config, self.run.seed),
             date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),

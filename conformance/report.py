@@ -70,6 +70,8 @@ class CertReport:
     mode: str
     capabilities: dict[str, Any]
     seed: int
+    server: str = ""
+    """The service the backend's store ran on (``BackendSpec.server``), empty for none."""
     command: str = ""
     rerun: str = ""
     date: str = ""
@@ -136,6 +138,7 @@ class CertReport:
             f"**Verdict: {verdict['verdict']}**" + (f" ({verdict['why']})" if "why" in verdict else ""),
             "",
             f"- backend version: {self.backend_version}",
+            *([f"- server: {self.server}"] if self.server else []),
             f"- suite: hicache-conformance {self.suite_version} (sources {self.suite_digest})",
             f"- date (UTC): {self.date}",
             f"- command: `{self.command}`",

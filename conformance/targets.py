@@ -12,7 +12,16 @@ from pathlib import Path
 
 from conformance.capabilities import SIDE_POOLS, BackendSpec, Capabilities
 from conformance.interface import HiCacheStorageConfig, PoolHitPolicy
-from conformance.s3server import BUCKET_ENV, DEFAULT_BUCKET, DEFAULTS, ENDPOINT_ENV, ensure_endpoint
+from conformance.s3server import (
+    BUCKET_ENV,
+    DEFAULT_BUCKET,
+    DEFAULTS,
+    ENDPOINT_ENV,
+    SERVERS,
+    client_settings,
+    ensure_endpoint,
+    server,
+)
 from reference_backend import __version__
 from reference_backend.backend import NixlBackend
 from reference_backend.obj import NixlObjBackend
@@ -35,6 +44,8 @@ def nixl_obj_factory(config: HiCacheStorageConfig, storage_dir: Path) -> NixlObj
             "secret_key", os.environ.get("AWS_SECRET_ACCESS_KEY", DEFAULTS["AWS_SECRET_ACCESS_KEY"])
         )
         extra.setdefault("region", os.environ.get("AWS_REGION", DEFAULTS["AWS_REGION"]))
+        for key, value in client_settings().items():
+            extra.setdefault(key, value)
     return NixlObjBackend(replace(config, extra_config=extra), storage_dir)
 
 
@@ -92,5 +103,11 @@ NIXL_OBJ_CAPABILITIES = replace(
 
 NIXL = BackendSpec("nixl", nixl_factory, NIXL_CAPABILITIES, version=__version__)
 NIXL_OBJ = BackendSpec(
-    "nixl-obj", nixl_obj_factory, NIXL_OBJ_CAPABILITIES, version=__version__, session=ensure_endpoint
+    "nixl-obj",
+    nixl_obj_factory,
+    NIXL_OBJ_CAPABILITIES,
+    version=__version__,
+    session=ensure_endpoint,
+    server=server,
+    servers=SERVERS,
 )

@@ -69,6 +69,17 @@ def test_only_keys_that_can_never_apply_are_reported_as_unmatched() -> None:
     assert spec.unmatched_defects(ids) == ["test_b@nomode", "test_c[*]"]
 
 
+def test_a_defect_keyed_to_a_server_holds_on_that_server_only() -> None:
+    from conformance.memory_backend import SPEC
+
+    spec = replace(SPEC, known_defects={"test_a[NUL]@moto": "moto stores it"}, servers=("moto", "rgw"))
+    assert spec.known_defect("test_a[NUL]", "default", "moto") == ("moto stores it", True)
+    assert spec.known_defect("test_a[NUL]", "default", "rgw") is None
+    assert spec.known_defect("test_a[NUL]", "default") is None
+    assert spec.unmatched_defects(["test_a[NUL]"]) == []
+    assert replace(spec, servers=()).unmatched_defects(["test_a[NUL]"]) == ["test_a[NUL]@moto"]
+
+
 def test_an_intermittent_defect_that_did_not_show_leaves_the_run_green(pytester: pytest.Pytester) -> None:
     result, report = _run(pytester, "INTERMITTENT_AND_PASSING")
     result.assert_outcomes(xpassed=1)

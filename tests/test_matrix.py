@@ -61,6 +61,16 @@ def test_each_cell_says_passed_known_defect_or_not_claimed(tmp_path: Path) -> No
     assert "passed 1/2, 1 not claimed" in row
 
 
+def test_one_backend_on_two_servers_is_two_rows_that_name_their_server(tmp_path: Path) -> None:
+    moto = {**_report("obj", {"test_x.py::p": "passed"}), "server": "moto 5.2.1"}
+    rgw = {**_report("obj", {"test_x.py::p": "known defect"}), "server": "ceph radosgw 16.2.15"}
+    rows = [
+        line for line in table(load(_write(tmp_path, moto, rgw))).splitlines() if line.startswith("| `obj`")
+    ]
+    assert [row.split(" | ")[2] for row in rows] == ["ceph radosgw 16.2.15", "moto 5.2.1"]
+    assert "known defect 1/1" in rows[0] and "passed 1/1" in rows[1]
+
+
 def test_reports_of_different_runs_are_refused(tmp_path: Path) -> None:
     one, other = _report("a", {"test_x.py::p": "passed"}), _report("b", {"test_x.py::p": "passed"}, seed=1)
     with pytest.raises(MixedRun, match="seed"):
@@ -83,7 +93,7 @@ def test_a_marked_summary_gets_the_verdicts_and_counts_without_the_families(tmp_
     assert main([*map(str, paths), "--update", str(doc)]) == 0
     text = doc.read_text()
     header = next(line for line in text.splitlines() if line.startswith("| backend"))
-    assert header == "| backend | mode | version | verdict | passed | known defects | not claimed |"
+    assert header == "| backend | mode | server | version | verdict | passed | known defects | not claimed |"
     assert "old" not in text and "passed 1/1" not in text and text.endswith(f"{SUMMARY_END}\nafter\n")
     assert "seed" in text  # the line that says which run it came from
 

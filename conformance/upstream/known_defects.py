@@ -551,9 +551,17 @@ SGLANG_SEAWEEDFS_DEFECTS: dict[str, str] = {
     ),
     "test_duplicate_keys_in_one_batch_are_refused": "a repeated key is stored twice and reported True twice",
     "test_an_empty_batch_does_nothing": "an empty v1 batch divides by zero pages (ZeroDivisionError)",
-    "test_keys_that_are_not_usable_strings_are_refused[*]": (
-        "keys are formatted into object names unchecked: None, 7, b'bytes', '' and a key with NUL "
-        "are all stored and reported True"
+    **dict.fromkeys(
+        [
+            f"test_keys_that_are_not_usable_strings_are_refused[{k}]"
+            for k in ("None", "int", "bytes", "empty")
+        ],
+        "keys are formatted into object names unchecked: None, 7, b'bytes' and '' are all stored and "
+        "reported True",
+    ),
+    "test_keys_that_are_not_usable_strings_are_refused[NUL]@moto": (
+        "a key with NUL goes into the object name unchecked, and moto stores it (Ceph's gateway "
+        "refuses the name with 400, so on rgw the store answers False)"
     ),
     "test_clear_in_one_deployment_never_removes_another_deployments_entries[slash-or-dash]": SEAWEEDFS_NAMES,
     "test_every_config_pool_and_key_has_its_own_stored_object[*]": SEAWEEDFS_NAMES,

@@ -2,10 +2,10 @@
 
 SeaweedFS is reached through its S3 gateway, so the store is a boto3 client: the suite runs it
 against the S3 server the project already uses for its own object-store target (moto on
-127.0.0.1, started for the session by ``conformance.s3server``, or the endpoint in
-``HICACHE_S3_ENDPOINT``). Each storage location is its own key prefix in the session's bucket
-(``prefix`` is SeaweedFS's own setting), so locations never see each other's objects and a
-restart on the same location finds its own.
+127.0.0.1, or Ceph's RADOS Gateway with ``HICACHE_S3_SERVER=rgw``, started for the session by
+``conformance.s3server``, or the endpoint in ``HICACHE_S3_ENDPOINT``). Each storage location is
+its own key prefix in the session's bucket (``prefix`` is SeaweedFS's own setting), so locations
+never see each other's objects and a restart on the same location finds its own.
 
 Claims, read from ``sglang/srt/mem_cache/storage/seaweedfs/seaweedfs_store.py`` (0.5.23): KV
 through v1 (zero-copy from the pool's buffers) and through v2 under the same object name, every
@@ -27,7 +27,7 @@ from typing import Any
 
 from conformance.capabilities import SIDE_POOLS, BackendSpec, Capabilities
 from conformance.interface import HiCacheStorageConfig, PoolHitPolicy
-from conformance.s3server import BUCKET_ENV, ENDPOINT_ENV, ensure_endpoint
+from conformance.s3server import BUCKET_ENV, ENDPOINT_ENV, SERVERS, ensure_endpoint, server
 from conformance.upstream.adapters import VERSION, UpstreamAdapter, to_sglang_config
 from conformance.upstream.host_pools import build_pool
 from conformance.upstream.known_defects import SGLANG_SEAWEEDFS_DEFECTS
@@ -80,4 +80,6 @@ SGLANG_SEAWEEDFS = BackendSpec(
     build_pool=build_pool,
     known_defects=SGLANG_SEAWEEDFS_DEFECTS,
     session=_session,
+    server=server,
+    servers=SERVERS,
 )

@@ -234,6 +234,12 @@ BROKEN = [
         "test_a_store_has_read_every_page_it_stores_when_it_returns",
     ),
     ("abandoned_reads", "test_controller_handover", "test_a_load_writes_no_host_page_once_it_returns"),
+    # issue 29: faults on every read path, keys kept exactly, leases checked both ways
+    (
+        "unverified_chunks",
+        "test_crash_and_faults",
+        "test_a_damaged_record_in_a_batch_of_any_size_is_never_served_and_its_neighbours_are_exact",
+    ),
 ]
 
 # Properties checked over a fixed table rather than drawn by hypothesis: no example to shrink.

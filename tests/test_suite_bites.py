@@ -240,6 +240,20 @@ BROKEN = [
         "test_crash_and_faults",
         "test_a_damaged_record_in_a_batch_of_any_size_is_never_served_and_its_neighbours_are_exact",
     ),
+    *(
+        (
+            broken,
+            "test_sidecar_key_uniqueness",
+            "test_keys_that_differ_only_in_what_a_backend_may_normalize_stay_distinct",
+        )
+        for broken in (
+            "case_folded_names",
+            "nfc_names",
+            "stripped_names",
+            "hex_parsed_names",
+            "unified_separator_names",
+        )
+    ),
 ]
 
 # Properties checked over a fixed table rather than drawn by hypothesis: no example to shrink.

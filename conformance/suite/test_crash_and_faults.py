@@ -408,14 +408,15 @@ def test_a_damaged_record_in_a_batch_of_any_size_is_never_served_and_its_neighbo
     misalign: int,
     seed: int,
 ) -> None:
-    """One record of a batch bit-flipped, zeroed or cut short, at its first, a middle or its last
-    page, in a batch of each size a read may take another path for, in every I/O mode: the get
-    answers False for it (or its exact bytes) and True with the exact bytes for every other page.
+    """A damaged record in a batch of any size is never served as data; its neighbours read back exact.
 
-    A backend that checks what it reads on one path and not on another (a pipelined read of many
-    pages, its middle chunks) serves garbage only there. A cut record is also absent to exists, so
-    the hit ends just before it. Flips and zeros need ``detects_corruption``; a cut record does
-    not, since its size shows it."""
+    One record bit-flipped, zeroed or cut short, at the batch's first, a middle or its last page,
+    in a batch of each size a read may take another path for, in every I/O mode: the get answers
+    False for it (or its exact bytes) and True with the exact bytes for every other page. A backend
+    that checks what it reads on one path and not on another (a pipelined read of many pages, its
+    middle chunks) serves garbage only there. A cut record is also absent to exists, so the hit
+    ends just before it. Flips and zeros need ``detects_corruption``; a cut record does not, since
+    its size shows it."""
     caps = hicache_target.caps
     if damage != "truncated" and not caps.detects_corruption:
         damage = "truncated"  # a backend that claims no checksum is held to what a size shows

@@ -338,12 +338,13 @@ def _absent(rig: Rig, keys: list[str], when: str) -> None:
 def test_keys_that_differ_only_in_what_a_backend_may_normalize_stay_distinct(
     hicache_target: Target, pairs: tuple[tuple[str, str], ...]
 ) -> None:
-    """Keys that differ only in letter case, NFC against NFD, surrounding whitespace, hex case or
-    separators are distinct entries through set, get, exists and clear, in KV and a side pool.
+    """Keys that differ only in case, Unicode form, whitespace or separators stay distinct entries.
 
-    A backend that case-folds, normalizes, strips or sanitises a key before naming its object finds
-    one key's entry under the other: exists reports a key never stored, a get serves the other
-    key's page, and after a clear the survivor's store resurrects the other."""
+    Letter case, NFC against NFD, surrounding whitespace, hex case, ``-``/``_``/``/``/``.``: each
+    pair is two entries through set, get, exists and clear, in KV and a side pool. A backend that
+    case-folds, normalizes, strips or sanitises a key before naming its object finds one key's
+    entry under the other: exists reports a key never stored, a get serves the other key's page,
+    and after a clear the survivor's store resurrects the other."""
     firsts, seconds = [a for a, _ in pairs], [b for _, b in pairs]
     assume(len({*firsts, *seconds}) == 2 * len(pairs))  # pairs of different temptations never meet
     geometry = load_geometry(IDENTITY_FAMILY)

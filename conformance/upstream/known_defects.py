@@ -19,6 +19,10 @@ defect stops a backend's first store of a geometry."""
 
 UNCHECKED_INDICES = "host indices are never checked; whatever the slice holds is stored and reported True"
 TRUNCATED_IS_A_HIT = "exists is a file-exists test, so an empty or truncated entry is a hit"
+SLASH_IS_A_FOLDER = (
+    "keys are spliced into paths unchecked: a key with '/' names a folder that does not exist, so a "
+    "batch holding one (a key that differs from another only in '-' against '/') is refused"
+)
 NAMES_COLLIDE = (
     "object names are not injective: '/' in a model name becomes '-', and a key that spells "
     "another pool's suffix names that pool's entry"
@@ -92,6 +96,10 @@ SGLANG_FILE_DEFECTS: dict[str, str] = {
     "test_a_truncated_object_is_neither_present_nor_readable[*]": (
         TRUNCATED_IS_A_HIT + "; get raises OSError('Short read') instead of missing"
     ),
+    "test_a_damaged_record_in_a_batch_of_any_size_is_never_served_and_its_neighbours_are_exact": (
+        TRUNCATED_IS_A_HIT + ": a batch's exists counts a page cut short inside it"
+    ),
+    "test_keys_that_differ_only_in_what_a_backend_may_normalize_stay_distinct": SLASH_IS_A_FOLDER,
     "test_a_file_size_limit_fails_writes_cleanly[1B]": (
         "numpy's tofile ignores the error when stdio flushes its last buffer at close: on a full "
         "disk a short file is renamed into place and reported stored"
@@ -242,6 +250,10 @@ SGLANG_NIXL_DEFECTS: dict[str, str] = {
         ODIRECT_ODD_PAGES
     ),
     "test_a_truncated_object_is_neither_present_nor_readable[*]": TRUNCATED_IS_A_HIT,
+    "test_a_damaged_record_in_a_batch_of_any_size_is_never_served_and_its_neighbours_are_exact": (
+        TRUNCATED_IS_A_HIT + ": a batch's exists counts a page cut short inside it"
+    ),
+    "test_keys_that_differ_only_in_what_a_backend_may_normalize_stay_distinct": SLASH_IS_A_FOLDER,
     "test_a_file_size_limit_fails_writes_cleanly[1B]": (
         "a write that fails leaves an empty file, which exists counts: a torn entry is a hit"
     ),

@@ -565,6 +565,10 @@ SGLANG_SEAWEEDFS_DEFECTS: dict[str, str] = {
     ),
     "test_duplicate_keys_in_one_batch_are_refused": "a repeated key is stored twice and reported True twice",
     "test_an_empty_batch_does_nothing": "an empty v1 batch divides by zero pages (ZeroDivisionError)",
+    "test_keys_that_differ_only_in_what_a_backend_may_normalize_stay_distinct": (
+        "clear() raises botocore's ClientError once a stored key holds a control character XML 1.0 "
+        "cannot carry (a trailing form feed): its DeleteObjects request lists keys unencoded"
+    ),
     "test_keys_that_are_not_usable_strings_are_refused[*]": (
         "keys are formatted into object names unchecked: None, 7, b'bytes', '' and a key with NUL "
         "are all stored and reported True"

@@ -8,6 +8,7 @@ lacks as its reason, and the run ends with a list of every such skip.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import MISSING, dataclass, field, fields
@@ -178,6 +179,13 @@ class Capabilities:
         "how long an entry `exists` reported stays readable whatever is written meanwhile, in any "
         "process (a lease; needs `bounded_capacity`). 0: no pin is claimed.",
     )
+    lease_clock: str = _claim(
+        "",
+        "`module:attribute` naming the zero-argument function, returning wall-clock nanoseconds, that "
+        "every lease the backend grants (the pin after exists) is taken and checked by: the suite "
+        "replaces it in its own process to run time forward instead of waiting a lease out. Empty: "
+        "leases are checked in real time, where `eviction_pin_seconds` is short enough to wait.",
+    )
     shares_folder: bool = _claim(
         False,
         "deployments of different models may share one storage folder: `clear()` in one, and its "
@@ -195,6 +203,9 @@ class Capabilities:
         pin = self.eviction_pin_seconds
         if isinstance(pin, bool) or not isinstance(pin, (int, float)) or pin < 0:
             problems.append(f"eviction_pin_seconds must be seconds (>= 0), not {pin!r}")
+        clock = self.lease_clock
+        if not isinstance(clock, str) or (clock and not re.fullmatch(r"[\w.]+:\w+", clock)):
+            problems.append(f"lease_clock must name a function as module:attribute, not {clock!r}")
         self._check_members("side_pools", PoolName, problems)
         self._check_members("hit_policies", PoolHitPolicy, problems)
         self._check_members("shaped_side_pools", PoolName, problems)

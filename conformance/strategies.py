@@ -8,6 +8,7 @@ two small numbers that reproduce it exactly.
 from __future__ import annotations
 
 import struct
+import unicodedata
 
 import numpy as np
 import torch
@@ -170,3 +171,44 @@ def rank_sets(*, mla: bool = True, max_ranks: int = 4) -> st.SearchStrategy[list
 
 def _rank_count(d: Shape) -> int:
     return d.tp_size * d.pp_size * d.attn_cp_size
+
+
+TEMPTATIONS = ("letter case", "unicode normalization", "surrounding whitespace", "hex case", "separators")
+"""What a backend may be tempted to normalize in a key, each a way two distinct keys can be folded
+into one name: ``lower()``/``casefold()``, NFC or NFD, ``strip()``, a hex key parsed as bytes,
+``-``, ``_``, ``/`` and ``.`` made one safe character."""
+_CASED = st.characters(codec="utf-8", categories=["Lu", "Ll", "Nd"], exclude_characters="\x00")
+_COMPOSABLE = "éÉñÑåÅöÖçÇḱếỆǗ한글ﬁ"
+"""Letters with a decomposition (NFD differs from NFC; ``ﬁ`` only under compatibility forms)."""
+_WHITESPACE = st.sampled_from([" ", "\t", "\n", "\r", "\x0b", "\x0c", "\u00a0", "\u2003", "\u3000"])
+_SEPARATORS = ["-", "_", "/", "."]
+
+
+@st.composite
+def tempting_key_pairs(draw: st.DrawFn, temptation: str) -> tuple[str, str]:
+    """Two distinct keys that differ only in what ``temptation`` names (one of ``TEMPTATIONS``)."""
+    if temptation == "letter case":
+        key = draw(st.text(_CASED, min_size=1, max_size=16).filter(lambda k: k.swapcase() != k))
+        fold = draw(st.sampled_from([str.swapcase, str.upper, str.lower, str.title]))
+        other = fold(key) if fold(key) != key else key.swapcase()
+    elif temptation == "unicode normalization":
+        text = draw(st.text(st.sampled_from(_COMPOSABLE + "abc019"), min_size=1, max_size=12))
+        text += draw(st.sampled_from(_COMPOSABLE[:-1]))  # one letter NFC and NFD spell apart
+        key, other = unicodedata.normalize("NFC", text), unicodedata.normalize("NFD", text)
+        if draw(st.booleans()):
+            key, other = other, key
+    elif temptation == "surrounding whitespace":
+        key = draw(st.text(_CASED, min_size=1, max_size=16))
+        pad = draw(st.text(_WHITESPACE, min_size=1, max_size=3))
+        other = draw(st.sampled_from([key + pad, pad + key, pad + key + pad]))
+    elif temptation == "hex case":
+        key = draw(st.binary(min_size=4, max_size=32).map(bytes.hex).filter(lambda k: not k.isdigit()))
+        other = draw(st.sampled_from([key.upper(), key[: len(key) // 2] + key[len(key) // 2 :].upper()]))
+        other = other if other != key else key.upper()
+    elif temptation == "separators":
+        parts = draw(st.lists(st.text("abcdef0123", min_size=1, max_size=6), min_size=2, max_size=4))
+        first, second = draw(st.permutations(_SEPARATORS))[:2]
+        key, other = first.join(parts), second.join(parts)
+    else:
+        raise ValueError(f"unknown temptation {temptation!r}; known: {TEMPTATIONS}")
+    return key, other

@@ -64,6 +64,7 @@ NIXL_CAPABILITIES = Capabilities(
     decode_context_parallel=True,
     bounded_capacity="max_size",  # issue 18: reference_backend/capacity.py
     eviction_pin_seconds=30.0,
+    lease_clock="reference_backend.capacity:lease_clock",
     shares_folder=True,
     io_modes={
         "buffered": {"use_direct_io": False},
@@ -98,6 +99,7 @@ NIXL_OBJ_CAPABILITIES = replace(
     refused_configs=(),
     bounded_capacity="",  # a bucket has no budget of ours, nor pins (issue 18)
     eviction_pin_seconds=0.0,
+    lease_clock="",
 )
 """The file target's claims, less what a bucket cannot give the suite: files to damage, O_DIRECT."""
 

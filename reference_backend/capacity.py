@@ -65,9 +65,20 @@ _IEC = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)")
 PIN = np.dtype([("family", "<u8"), ("until", "<i8")])
 """One slot of the pin table: a family and the wall-clock nanosecond its pin runs out."""
+PIN_BYTES = 2048
+"""Budget bytes per pin table slot (0.8% of the budget): half the smallest entry SGLang's pools
+store in practice (a 4 KiB KV page), so the table is at most half full when every entry is
+pinned. At one slot per 16 KiB, a store of small entries pinned whole dropped most pins silently
+and evicted entries exists had just reported."""
 TOMB_ROOM = 4 * 4096
 """Bytes kept below the limit beside one segment's tombstones (``Capacity.headroom``): the seal
 and commit blocks eviction itself may write before it frees anything."""
+
+
+def lease_clock() -> int:
+    """The wall clock, in nanoseconds, that every pin is taken and checked by: one place, so a test
+    can run it forward instead of waiting a pin out (the ``lease_clock`` capability names it)."""
+    return time.time_ns()
 
 
 def parse_size(value: Any) -> int:
@@ -205,7 +216,7 @@ class PinTable:
             return
         table = self._open()
         with _flocked(self._fd):
-            now = time.time_ns()
+            now = lease_clock()
             for family in wanted:
                 at = self._probe(table, family, now, claim=True)
                 if at >= 0:
@@ -221,7 +232,7 @@ class PinTable:
         table = self._open()
         out = set()
         with _flocked(self._fd):
-            now = time.time_ns()
+            now = lease_clock()
             for raw in families:
                 at = self._probe(table, int.from_bytes(raw, "little") or 1, now, claim=False)
                 if at >= 0 and int(table["until"][at]) > now:
@@ -282,7 +293,9 @@ class Capacity:
         """The victim being evicted slice by slice, if any."""
         folder = log.folder
         self._lock_path = os.path.join(folder, f"capacity.{log.tenant}.lock")
-        slots = max(64, min(1 << 16, budget.limit // 1024 // PIN.itemsize))
+        # a slot for every PIN_BYTES of budget: a store whose every entry exists has just reported
+        # (a prefetch of all of it) finds a slot for each within PinTable.PROBES
+        slots = max(64, min(1 << 16, budget.limit // PIN_BYTES))
         self.pins = PinTable(os.path.join(folder, f"pins.{log.tenant}"), slots)
         self.headroom = TOMB_ROOM + log.tombstone_growth(-(-log.segment_bytes // UNIT))
         """Bytes kept free below the ceiling: the tombstones of one segment's families, so that
@@ -324,7 +337,7 @@ class Capacity:
     def pin(self, families: Sequence[bytes]) -> None:
         """What exists just reported stays for ``pin_seconds``, whoever evicts."""
         if self.enabled and families and self.budget.pin_seconds > 0:
-            self.pins.pin(families, time.time_ns() + int(self.budget.pin_seconds * 1e9))
+            self.pins.pin(families, lease_clock() + int(self.budget.pin_seconds * 1e9))
 
     # -- admission -----------------------------------------------------------------------------
 
@@ -370,13 +383,17 @@ class Capacity:
         """Under the tenant lock: make ``need`` more bytes fit under the ceiling (less the
         headroom). Past ``soft``, a write evicts a slice of a victim proportional to its own size,
         so eviction's cost is spread over the writes instead of falling on one; only a write that
-        finds no room evicts whole segments before it goes on."""
+        finds no room evicts whole segments before it goes on. It gives up once a victim for every
+        segment there was has freed nothing: what is left is pinned, and each victim's spared
+        records, copied forward, would only make the next."""
         total = self.stored()
         tried: set[Segment] = set()
-        while total + need > self.room:
+        fruitless, patience = 0, len(self.log.segments()) + 1
+        while total + need > self.room and fruitless <= patience:
             if not self._step(need, tried):
                 break
-            total = self.stored()
+            before, total = total, self.stored()
+            fruitless = fruitless + 1 if total >= before else 0
         if total + need > self.room:
             return False
         if total + need > self.soft:

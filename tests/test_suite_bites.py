@@ -234,6 +234,36 @@ BROKEN = [
         "test_a_store_has_read_every_page_it_stores_when_it_returns",
     ),
     ("abandoned_reads", "test_controller_handover", "test_a_load_writes_no_host_page_once_it_returns"),
+    # issue 29: faults on every read path, keys kept exactly, leases checked both ways
+    (
+        "unverified_chunks",
+        "test_crash_and_faults",
+        "test_a_damaged_record_in_a_batch_of_any_size_is_never_served_and_its_neighbours_are_exact",
+    ),
+    *(
+        (
+            broken,
+            "test_sidecar_key_uniqueness",
+            "test_keys_that_differ_only_in_what_a_backend_may_normalize_stay_distinct",
+        )
+        for broken in (
+            "case_folded_names",
+            "nfc_names",
+            "stripped_names",
+            "hex_parsed_names",
+            "unified_separator_names",
+        )
+    ),
+    (
+        "everlasting_pins",
+        "test_capacity_and_eviction",
+        "test_a_store_full_of_pinned_entries_takes_writes_again_once_the_pins_lapse",
+    ),
+    (
+        "early_lapsing_pins",
+        "test_capacity_and_eviction",
+        "test_an_entry_exists_reported_stays_readable_to_the_last_moment_of_its_lease",
+    ),
 ]
 
 # Properties checked over a fixed table rather than drawn by hypothesis: no example to shrink.

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from conformance.folder_peak import FolderPeak, held_at_once
 from conformance.geometry import load_geometry
 from conformance.interface import PoolName
+from conformance.leases import lease_time
 from conformance.oracle import check_exists_result, expected_exists_v2
 from conformance.rig import Rig, Target, byte_difference
 from conformance.sharing import Shape
@@ -399,6 +400,106 @@ def test_an_entry_exists_reported_stays_readable_for_the_pin_length(
         got = readable(rig, keys[:hit], want)
         rig.close()
         assert all(all(flags) for flags in got.values()), f"pinned entries evicted: {got}"
+
+
+LAST_MOMENT = 0.999
+"""How far into its lease a pin is checked last: where a lease that lapses early has lapsed."""
+PAST_THE_LEASE = 1.01
+"""How far past a lease's start writes must be taken again: a hundredth past its end."""
+
+
+def _pin(rig: Rig, keys: list[str]) -> int:
+    """Ask exists about ``keys`` (which pins the leading run it reports); the run."""
+    if rig.target.caps.v1_kv:
+        return int(rig.backend.batch_exists(keys))
+    return int(rig.backend.batch_exists_v2(keys, []).kv_hit_pages)
+
+
+@pytest.mark.hicache_requires("bounded_capacity", "eviction_pin_seconds")
+@FEW
+@given(budget=BUDGETS, seed=payload_seeds, hit=st.integers(1, PAGES), share=st.floats(0.0, LAST_MOMENT))
+def test_an_entry_exists_reported_stays_readable_to_the_last_moment_of_its_lease(
+    hicache_target: Target, budget: int, seed: int, hit: int, share: float
+) -> None:
+    """An entry exists reported survives a flood at any moment of its lease, up to its last.
+
+    Another instance floods the store ``share`` of the way into the pin's length and again at
+    ``LAST_MOMENT`` of it: both times the pinned entries read back exactly. Time is the backend's
+    declared lease clock, run forward (a pin that lapses at half its stated length shows at once),
+    or real where it declares none."""
+    target = bounded(hicache_target, budget)
+    lease = target.caps.eviction_pin_seconds
+    geometry = load_geometry(FAMILY)
+    keys = [f"lease-{i}" for i in range(hit)]
+    with lease_time(target) as clock, target.storage() as storage:
+        with Rig(target, geometry, storage, page_num=PAGES) as writer:  # stored, and done with
+            want = fill(writer, seed, 0)
+            store(writer, keys)
+        with Rig(target, geometry, storage, page_num=PAGES) as rig:
+            clock.mark()
+            assert _pin(rig, keys) == hit, "exists does not find what was just stored"
+            for moment in (share, LAST_MOMENT):
+                clock.move_to(moment * lease)
+                with Rig(target, geometry, storage, page_num=PAGES) as other:
+                    flood(other, budget, seed, f"flood-{moment}")
+                if not clock.within(lease):
+                    pytest.skip("the flood outlasted the pin; nothing to conclude")  # pragma: no cover
+                got = readable(rig, keys, want)
+                assert all(all(flags) for flags in got.values()), (
+                    f"pinned entries evicted by a flood {moment * lease:.3f} s into a {lease:g} s pin: {got}"
+                )
+
+
+@pytest.mark.hicache_requires("bounded_capacity", "eviction_pin_seconds")
+@FEW
+@given(budget=BUDGETS, seed=payload_seeds, batch=st.integers(2, PAGES))
+def test_a_store_full_of_pinned_entries_takes_writes_again_once_the_pins_lapse(
+    hicache_target: Target, budget: int, seed: int, batch: int
+) -> None:
+    """Writes a store full of pinned entries refuses are taken again once the pins lapse.
+
+    Every batch written is pinned at once by exists, so the budget fills with entries that may not
+    go: a write is refused, and every pinned entry still reads back. Once the pins' length has
+    passed (the backend's lease clock run forward, or real time where it declares none), the
+    refused batch is stored and reads back exactly: the entries pinned before are evictable again."""
+    target = bounded(hicache_target, budget)
+    lease = target.caps.eviction_pin_seconds
+    geometry = load_geometry(FAMILY)
+    with (
+        lease_time(target) as clock,
+        target.storage() as storage,
+        Rig(target, geometry, storage, page_num=PAGES) as rig,
+    ):
+        first = clock.mark()
+        pinned: list[tuple[list[str], dict[PoolName, list[bytes]]]] = []
+        refused: list[str] = []
+        round_ = written = 0
+        while written < 2 * budget:
+            keys = [f"full-{round_}-{i}" for i in range(batch)]
+            pages = fill(rig, seed, round_, batch)
+            if not all(all(flags) for flags in store(rig, keys).values()):
+                refused = keys
+                break
+            clock.mark()  # the last pin is the one to wait out
+            assert _pin(rig, keys) == batch, f"exists does not find batch {round_}, just stored"
+            pinned.append((keys, pages))
+            written += batch * page_bytes(rig)
+            round_ += 1
+        if not clock.within(lease, since=first):
+            pytest.skip("filling the store outlasted the pin; nothing to conclude")  # pragma: no cover
+        for keys, pages in pinned:
+            got = readable(rig, keys, pages)
+            assert all(all(flags) for flags in got.values()), f"pinned batch {keys[0]!r}... evicted: {got}"
+        assert refused, f"{written} bytes stored under a budget of {budget}, every entry pinned, none refused"
+        clock.move_to(PAST_THE_LEASE * lease)
+        pages = fill(rig, seed, round_, batch)
+        got = store(rig, refused)
+        assert all(all(flags) for flags in got.values()), (
+            f"{PAST_THE_LEASE * lease:.2f} s after pinning for {lease:g} s, the batch refused while "
+            f"every entry was pinned is refused still: {got}"
+        )
+        got = readable(rig, refused, pages)
+        assert all(all(flags) for flags in got.values()), f"stored once the pins lapsed, then read back {got}"
 
 
 @pytest.mark.hicache_requires("bounded_capacity", "concurrent")

@@ -5,7 +5,8 @@ read-only view of its store. Afterwards a fresh instance must see every key eith
 the versions that were written) or absent, and every key reported stored must still be there.
 
 The damage properties find a backend's files by what a write changed (``stores_files`` promises
-no file layout): they damage every file the write created or changed, and nothing else.
+no file layout): they damage every file the write created or changed, and nothing else, or, inside a
+batch, only the bytes the one victim's write changed, so its neighbours' records stay whole.
 """
 
 from __future__ import annotations
@@ -20,11 +21,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
 import pytest
 import torch
+from hypothesis import given, note
+from hypothesis import strategies as st
 
 from conformance.geometry import load_geometry
-from conformance.hostpools import MultiRegionHostPool
+from conformance.hostpools import MISALIGNMENT, MultiRegionHostPool
 from conformance.interface import PoolName
 from conformance.rig import Rig, Target, byte_difference
 from conformance.worker import Job, payload
@@ -312,3 +316,157 @@ def test_a_704_byte_page_under_o_direct_is_stored_or_cleanly_refused(
                 rig.expect(PoolName.SWA, 1, bytes(range(176)) * 4, mode)
             else:
                 assert dict(hits).get("swa", 0) == 0, f"{mode}: a failed write is reported as a hit"
+
+
+READ_PATH_FAMILY = "llama3_mha"
+"""Its KV page is 2 KiB a token: 4, 8 or 16 KiB at 2, 4 or 8 tokens a page."""
+BATCH_CLASSES: dict[str, tuple[int, int, tuple[int, ...]]] = {
+    "one page": (1, 1, (2, 4, 8)),
+    "a few": (2, 6, (2, 4, 8)),
+    "chunked, up to 128": (96, 128, (8,)),
+    "past 128": (129, 144, (8,)),
+    "past 512": (513, 530, (2,)),
+}
+"""Batch size classes a backend may read differently: ``(fewest pages, most pages, tokens a page
+drawn from)``. The last three move 1.5-2.3 MiB, past any cut of a read into pipelined chunks (the
+reference backend cuts at 1-1.4 MiB, into chunks of 512 KiB at least) and past 128 and 512 pages
+(SGLang's controller batch, a 32K context's span); their pages are bounded so an example stays
+a fraction of a second."""
+DAMAGES = ("bit-flipped", "zeroed", "truncated")
+FLIP_EVERY = 61
+"""A bit-flipped record has one bit flipped every this many bytes of what its write changed, so
+every part of it (header, payload, padding) is hit whatever its layout."""
+
+
+def _contents(storage: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for p in storage.rglob("*") if p.is_file()}
+
+
+def _changed_ranges(before: dict[Path, bytes], storage: Path) -> dict[Path, list[tuple[int, int]]]:
+    """Per file, the byte ranges a write created, appended or rewrote, merged where they touch."""
+    out: dict[Path, list[tuple[int, int]]] = {}
+    for path, now in _contents(storage).items():
+        old = before.get(path, b"")
+        if now == old:
+            continue
+        span = min(len(old), len(now))
+        if span:
+            a = np.frombuffer(old[:span], dtype=np.uint8)
+            b = np.frombuffer(now[:span], dtype=np.uint8)
+            marks = np.flatnonzero(a != b)
+        else:
+            marks = np.empty(0, dtype=np.int64)
+        ranges: list[tuple[int, int]] = []
+        for at in marks.tolist():
+            if ranges and at == ranges[-1][1]:
+                ranges[-1] = (ranges[-1][0], at + 1)
+            else:
+                ranges.append((at, at + 1))
+        if len(now) > len(old):
+            ranges.append((len(old), len(now)))
+        out[path] = ranges
+    return out
+
+
+def _damage(path: Path, ranges: list[tuple[int, int]], damage: str) -> None:
+    """Flip, zero or cut off what one write changed in ``path``; no other byte of it moves."""
+    if damage == "truncated":
+        first, end = ranges[-1]
+        os.truncate(path, first + (end - first) // 2)
+        return
+    data = bytearray(path.read_bytes())
+    for first, end in ranges:
+        if damage == "zeroed":
+            data[first:end] = bytes(end - first)
+        else:
+            for at in [*range(first, end, FLIP_EVERY), end - 1]:
+                data[at] ^= 0x01
+    path.write_bytes(bytes(data))
+
+
+def _batch_pages(nbytes: int, count: int, seed: int) -> list[bytes]:
+    """``count`` pages of distinct bytes (no two alike, so a page served for another shows)."""
+    rng = np.random.default_rng(seed)
+    return [rng.bytes(nbytes) for _ in range(count)]
+
+
+@given(
+    size_class=st.sampled_from(sorted(BATCH_CLASSES)),
+    data=st.data(),
+    where=st.sampled_from(["first", "middle", "last"]),
+    damage=st.sampled_from(DAMAGES),
+    misalign=st.sampled_from([0, MISALIGNMENT]),
+    seed=st.integers(0, 2**32 - 1),
+)
+@pytest.mark.hicache_requires("stores_files", reason="the suite must reach the stored files")
+def test_a_damaged_record_in_a_batch_of_any_size_is_never_served_and_its_neighbours_are_exact(
+    hicache_target: Target,
+    size_class: str,
+    data: st.DataObject,
+    where: str,
+    damage: str,
+    misalign: int,
+    seed: int,
+) -> None:
+    """A damaged record in a batch of any size is never served as data; its neighbours read back exact.
+
+    One record bit-flipped, zeroed or cut short, at the batch's first, a middle or its last page,
+    in a batch of each size a read may take another path for, in every I/O mode: the get answers
+    False for it (or its exact bytes) and True with the exact bytes for every other page. A backend
+    that checks what it reads on one path and not on another (a pipelined read of many pages, its
+    middle chunks) serves garbage only there. A cut record is also absent to exists, so the hit
+    ends just before it. Flips and zeros need ``detects_corruption``; a cut record does not, since
+    its size shows it."""
+    caps = hicache_target.caps
+    if damage != "truncated" and not caps.detects_corruption:
+        damage = "truncated"  # a backend that claims no checksum is held to what a size shows
+    low, high, tokens = BATCH_CLASSES[size_class]
+    count = data.draw(st.integers(low, high), label="pages")
+    page_tokens = data.draw(st.sampled_from(tokens), label="tokens a page")
+    mode = data.draw(st.sampled_from(sorted(caps.io_modes)), label="I/O mode")
+    victim = {"first": 0, "middle": count // 2, "last": count - 1}[where]
+    moded = hicache_target.with_mode(mode)
+    geometry = load_geometry(READ_PATH_FAMILY)
+    pools = {
+        PoolName.KV: moded.build_pool(
+            geometry.kv.with_page_size(page_tokens), layout="page_first", misalign=misalign, page_num=count
+        )
+    }
+    keys = [f"batch-{i}" for i in range(count)]
+    with moded.storage() as storage, Rig(moded, geometry, storage, pools=pools) as rig:
+        nbytes = rig.pool(PoolName.KV).page_nbytes()
+        pages = _batch_pages(nbytes, count, seed)
+        note(f"{count} pages of {nbytes} bytes ({count * nbytes} in all), {mode}, victim page {victim}")
+        for page, payload_bytes in enumerate(pages):
+            rig.put(PoolName.KV, page, payload_bytes)
+        rest = [i for i in range(count) if i != victim]
+        if rest:
+            stored = rig.set(PoolName.KV, [keys[i] for i in rest], rest)
+            assert stored == [True] * len(rest), f"the batch around the victim was not stored: {stored}"
+        before = _contents(storage)
+        assert rig.set(PoolName.KV, [keys[victim]], [victim]) == [True], "the victim was not stored"
+        changed = _changed_ranges(before, storage)
+        assert changed, f"storing an entry changed no file under {storage}, though stores_files is declared"
+        if damage == "truncated" and not all(r[-1][0] >= len(before.get(p, b"")) for p, r in changed.items()):
+            # cutting a file the write rewrote in place would cut other records with the victim's
+            if not caps.detects_corruption:
+                pytest.skip(
+                    f"backend {hicache_target.spec.name!r} writes records in place: none can be cut alone"
+                )
+            damage = "zeroed"
+        for path, ranges in changed.items():
+            _damage(path, ranges, damage)
+        what = f"{damage} record at page {victim} of {count} ({size_class}, {mode}, {nbytes}-byte pages)"
+        if damage == "truncated":
+            run = rig.backend.batch_exists(keys) if caps.v1_kv else None
+            if run is None:
+                run = rig.backend.batch_exists_v2(keys, []).kv_hit_pages
+            assert run == victim, f"{what}: exists counts {run} leading pages, not {victim}"
+        rig.pool(PoolName.KV).fill(0)
+        got = rig.get(PoolName.KV, keys, range(count))
+        wrong = [i for i, ok in enumerate(got) if i != victim and not ok]
+        assert not wrong, f"{what}: pages {wrong[:8]} of the batch were refused with it"
+        if got[victim]:
+            rig.expect(PoolName.KV, victim, pages[victim], f"{what}: served as data")
+        for page in rest:
+            rig.expect(PoolName.KV, page, pages[page], what)

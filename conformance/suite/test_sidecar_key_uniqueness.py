@@ -17,17 +17,19 @@ import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from conformance.geometry import ModelGeometry
+from conformance.geometry import ModelGeometry, load_geometry
 from conformance.interface import PoolName
 from conformance.rig import Rig, Target
 from conformance.sharing import Shape, writer_of
 from conformance.strategies import (
+    TEMPTATIONS,
     adversarial_keys,
     deployments,
     model_names,
     rank_sets,
     ranks_of,
     render_page,
+    tempting_key_pairs,
 )
 from conformance.suite._common import GEOMETRIES, entry_identity, ids, is_storage_writer, runnable
 
@@ -286,3 +288,81 @@ def test_every_tp_rank_reads_the_replicated_entries_its_writer_stored(
         finally:
             writer.close()
             other.close()
+
+
+IDENTITY_FAMILY = "qwen3_next_hybrid"
+"""KV through v1 (or v2) beside a Mamba pool through v2: a key is folded on either path."""
+
+
+def _kv_hits(rig: Rig, keys: list[str]) -> int:
+    """The leading run ``batch_exists`` (v1 where claimed, else v2's KV figure) reports."""
+    if rig.target.caps.v1_kv:
+        return int(rig.backend.batch_exists(keys))
+    return int(rig.backend.batch_exists_v2(keys, []).kv_hit_pages)
+
+
+def _store_pages(rig: Rig, keys: list[str], first: int, salt: int) -> dict[PoolName, list[bytes]]:
+    """Distinct pages under ``keys`` in host slots ``first..``, every pool; what each key holds."""
+    held: dict[PoolName, list[bytes]] = {}
+    for n, name in enumerate(rig.pools):
+        pool = rig.pool(name)
+        held[name] = [render_page(pool, salt * 1000 + n * 100 + i, 3, salt=salt) for i in range(len(keys))]
+        for i, page in enumerate(held[name]):
+            rig.put(name, first + i, page)
+        slots = range(first, first + len(keys))
+        assert rig.set(name, keys, slots) == [True] * len(keys), f"{name}: storing {keys!r} was refused"
+    return held
+
+
+def _read_exactly(rig: Rig, keys: list[str], held: dict[PoolName, list[bytes]], when: str) -> None:
+    """Every pool reads back each key's own page, into fresh slots (its keys alone, where the
+    backend stores no bytes)."""
+    for name in rig.pools:
+        rig.pool(name).fill(0)
+        got = rig.get(name, keys, range(len(keys)))
+        assert got == [True] * len(keys), f"{when}: {name} get of {keys!r} answered {got}"
+        for i, key in enumerate(keys):
+            if rig.target.caps.stores_bytes:
+                rig.expect(name, i, held[name][i], f"{when}: key {key!r}")
+
+
+def _absent(rig: Rig, keys: list[str], when: str) -> None:
+    """No pool finds any of ``keys``, by exists or by get."""
+    for key in keys:
+        hits = _kv_hits(rig, [key])
+        assert hits == 0, f"{when}: exists finds {key!r} ({hits}), which was never stored"
+    for name in rig.pools:
+        got = rig.get(name, keys, range(len(keys)))
+        assert got == [False] * len(keys), f"{when}: {name} get of never-stored {keys!r} answered {got}"
+
+
+@given(pairs=st.tuples(*(tempting_key_pairs(t) for t in TEMPTATIONS)))
+def test_keys_that_differ_only_in_what_a_backend_may_normalize_stay_distinct(
+    hicache_target: Target, pairs: tuple[tuple[str, str], ...]
+) -> None:
+    """Keys that differ only in case, Unicode form, whitespace or separators stay distinct entries.
+
+    Letter case, NFC against NFD, surrounding whitespace, hex case, ``-``/``_``/``/``/``.``: each
+    pair is two entries through set, get, exists and clear, in KV and a side pool. A backend that
+    case-folds, normalizes, strips or sanitises a key before naming its object finds one key's
+    entry under the other: exists reports a key never stored, a get serves the other key's page,
+    and after a clear the survivor's store resurrects the other."""
+    firsts, seconds = [a for a, _ in pairs], [b for _, b in pairs]
+    assume(len({*firsts, *seconds}) == 2 * len(pairs))  # pairs of different temptations never meet
+    geometry = load_geometry(IDENTITY_FAMILY)
+    count = len(pairs)
+    with (
+        hicache_target.storage() as storage,
+        Rig(hicache_target, geometry, storage, page_num=2 * count) as rig,
+    ):
+        held = _store_pages(rig, firsts, 0, salt=1)
+        _absent(rig, seconds, "only the first of each pair stored")
+        held_second = _store_pages(rig, seconds, count, salt=2)
+        _read_exactly(rig, firsts, held, "both of each pair stored")
+        _read_exactly(rig, seconds, held_second, "both of each pair stored")
+        hits = _kv_hits(rig, [*firsts, *seconds])
+        assert hits == 2 * count, f"both of each pair stored: exists finds {hits} of {2 * count}"
+        rig.backend.clear()
+        again = _store_pages(rig, seconds, 0, salt=3)
+        _absent(rig, firsts, "after clear(), only the second of each pair stored again")
+        _read_exactly(rig, seconds, again, "after clear(), only the second of each pair stored again")

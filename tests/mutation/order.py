@@ -1,0 +1,62 @@
+"""pytest plugin for mutation runs (``-p tests.mutation.order``): the suite, likeliest killer first.
+
+A mutant is killed by the first property that fails (``-x``), so the properties that ran the
+mutated line in the unmutated calibration run go first, then the rest, each group by its time
+there. Where only tests ran that line (no fixture, import or other process did), only they run:
+with one seed, a property that never executes a line behaves the same whatever the line says.
+The hypothesis profile is the certifying one less the shrink phase: shrinking only starts after
+a failure, so which properties pass is unchanged, and the minimal example nobody reads here was
+most of a kill's time. The plan is a JSON file named by ``HICACHE_MUTATION_PLAN``: ``{"first":
+[coverage test-function contexts], "only": bool, "seconds": {junit name: s}}``."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+
+from conformance.report import CERTIFYING_EXAMPLES
+
+PROFILE = "hicache-mutation"
+PLAN = "HICACHE_MUTATION_PLAN"
+
+settings.register_profile(
+    PROFILE,
+    max_examples=CERTIFYING_EXAMPLES,
+    deadline=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    database=None,
+)
+
+
+def function_name(item: pytest.Item) -> str:
+    """``module.function`` as coverage's ``test_function`` context names it."""
+    module = item.module.__name__ if isinstance(item, pytest.Function) and item.module else ""
+    name = item.originalname if isinstance(item, pytest.Function) else item.name
+    return f"{module}.{name}"
+
+
+def junit_name(nodeid: str) -> str:
+    """``classname::name`` as pytest's junit XML writes a test: the calibration run's timings use it."""
+    parts = nodeid.split("::")
+    return ".".join([parts[0].removesuffix(".py").replace("/", "."), *parts[1:-1]]) + "::" + parts[-1]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    path = os.environ.get(PLAN)
+    if not path:
+        return
+    with open(path) as f:
+        plan = json.load(f)
+    first = set(plan["first"])
+    seconds: dict[str, float] = plan["seconds"]
+    if plan["only"]:
+        dropped = [i for i in items if function_name(i) not in first]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = [i for i in items if function_name(i) in first]
+    items.sort(key=lambda i: (function_name(i) not in first, seconds.get(junit_name(i.nodeid), 0.0)))

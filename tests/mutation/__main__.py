@@ -153,7 +153,7 @@ class Calibration:
     seconds: float
     durations: dict[str, float]
     executed: dict[str, set[int]]  # path -> lines run, in any process
-    contexts: dict[str, dict[int, list[str]]]  # path -> line -> test functions that ran it ("": none)
+    contexts: dict[str, dict[int, list[str]]]  # path -> line -> "nodeid|phase" that ran it ("": none)
 
 
 def calibrate(work: Path, mode: str, workers: int) -> Calibration:
@@ -166,19 +166,17 @@ def calibrate(work: Path, mode: str, workers: int) -> Calibration:
         shutil.rmtree(work / "coverage", ignore_errors=True)
         (work / "coverage").mkdir(parents=True)
         rc = work / "coveragerc"
-        rc.write_text(
-            f"[run]\nsource = {ROOT / TARGET}\ndynamic_context = test_function\npatch = subprocess\n"
-            f"parallel = true\ndata_file = {data_file}\n"
-        )
+        rc.write_text(f"[run]\npatch = subprocess\nparallel = true\ndata_file = {data_file}\n")
         print("calibration: the unmutated suite under coverage (a few times a mutant's run) ...", flush=True)
         start = time.monotonic()
-        cmd = suite_command("nixl", mode, [f"--junitxml={junit}"], workers)
+        cov = [f"--cov={ROOT / TARGET}", "--cov-context=test", "--cov-report=", f"--cov-config={rc}"]
         done = subprocess.run(
-            [sys.executable, "-m", "coverage", "run", f"--rcfile={rc}", *cmd[1:]], cwd=ROOT, check=False
+            suite_command("nixl", mode, [f"--junitxml={junit}", *cov], workers), cwd=ROOT, check=False
         )
         if done.returncode != 0:
             raise SystemExit(f"the unmutated suite fails (exit {done.returncode}): no score can be measured")
-        subprocess.run([sys.executable, "-m", "coverage", "combine", f"--rcfile={rc}"], cwd=ROOT, check=True)
+        # pytest-cov combines its workers; this adds the suite's own subprocesses, if any are left
+        subprocess.run([sys.executable, "-m", "coverage", "combine", "--append", f"--rcfile={rc}"], cwd=ROOT)
         meta.write_text(json.dumps({"key": key, "seconds": time.monotonic() - start, "workers": workers}))
     durations = {
         f"{c.get('classname')}::{c.get('name')}": float(c.get("time", 0))
@@ -256,10 +254,11 @@ def run_mutant(mutant: Mutant, cal: Calibration, space: Workspace, mode: str, ti
     target = copy / mutant.path
     try:
         plan = copy / "mutation-plan.json"
-        # a line only tests ran is judged by those tests; one run outside any (a fixture, another
-        # process, import) by the whole suite
-        only = bool(ran) and "" not in ran
-        plan.write_text(json.dumps({"first": sorted(ran - {""}), "only": only, "seconds": cal.durations}))
+        # a line only properties' bodies ran is judged by those properties; one run anywhere else
+        # (a fixture, import, another process) by the whole suite
+        only = bool(ran) and all(c.endswith("|run") for c in ran)
+        first = sorted({c.rsplit("|", 1)[0] for c in ran if c})
+        plan.write_text(json.dumps({"first": first, "only": only, "seconds": cal.durations}))
         target.write_text(mutated)
         start = time.monotonic()
         rc, text = _run(copy, backend, mode, ["-x"], plan, timeout)
@@ -345,7 +344,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
     everything, dropped = population()
-    sample = random.Random(args.seed).sample(everything, min(args.sample, len(everything)))
+    # the first N of one seeded shuffle: a smaller sample is a prefix of a larger one, so a run cut
+    # short (resumed from its results file) is itself a sample of the size it reached
+    order = list(everything)
+    random.Random(args.seed).shuffle(order)
+    sample = order[: args.sample]
     print(
         f"population: {len(everything)} mutants of {TARGET}/ ({dropped} more in annotations and "
         f"TYPE_CHECKING blocks, left out); sample {len(sample)}, seed {args.seed}",

@@ -2,12 +2,13 @@
 
 A mutant is killed by the first property that fails (``-x``), so the properties that ran the
 mutated line in the unmutated calibration run go first, then the rest, each group by its time
-there. Where only tests ran that line (no fixture, import or other process did), only they run:
-with one seed, a property that never executes a line behaves the same whatever the line says.
+there. Where only properties' bodies ran that line (no fixture, import or other process did),
+only they run: with one seed, a property that never executes a line behaves the same whatever the
+line says.
 The hypothesis profile is the certifying one less the shrink phase: shrinking only starts after
 a failure, so which properties pass is unchanged, and the minimal example nobody reads here was
 most of a kill's time. The plan is a JSON file named by ``HICACHE_MUTATION_PLAN``: ``{"first":
-[coverage test-function contexts], "only": bool, "seconds": {junit name: s}}``."""
+[node ids], "only": bool, "seconds": {junit name: s}}``."""
 
 from __future__ import annotations
 
@@ -32,13 +33,6 @@ settings.register_profile(
 )
 
 
-def function_name(item: pytest.Item) -> str:
-    """``module.function`` as coverage's ``test_function`` context names it."""
-    module = item.module.__name__ if isinstance(item, pytest.Function) and item.module else ""
-    name = item.originalname if isinstance(item, pytest.Function) else item.name
-    return f"{module}.{name}"
-
-
 def junit_name(nodeid: str) -> str:
     """``classname::name`` as pytest's junit XML writes a test: the calibration run's timings use it."""
     parts = nodeid.split("::")
@@ -55,8 +49,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     first = set(plan["first"])
     seconds: dict[str, float] = plan["seconds"]
     if plan["only"]:
-        dropped = [i for i in items if function_name(i) not in first]
+        dropped = [i for i in items if i.nodeid not in first]
         if dropped:
             config.hook.pytest_deselected(items=dropped)
-            items[:] = [i for i in items if function_name(i) in first]
-    items.sort(key=lambda i: (function_name(i) not in first, seconds.get(junit_name(i.nodeid), 0.0)))
+            items[:] = [i for i in items if i.nodeid in first]
+    items.sort(key=lambda i: (i.nodeid not in first, seconds.get(junit_name(i.nodeid), 0.0)))

@@ -42,7 +42,7 @@ from coverage import CoverageData
 from coverage.parser import PythonParser
 
 from tests.mutation.equivalent import EQUIVALENT
-from tests.mutation.order import PLAN, PROFILE
+from tests.mutation.order import CALIBRATING, PLAN, PROFILE
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = "reference_backend"
@@ -51,6 +51,9 @@ OTHER_TARGETS = {"reference_backend/obj.py": ("nixl-obj", "default")}
 """Modules ``--backend=nixl`` never loads, judged by the certification of the target that does
 (the object-store target starts its own S3 server on loopback). The calibration does not cover
 them: each of their kills is confirmed by the killing property passing on the unmutated source."""
+OUTSIDE = "main"
+"""The calibration's context for lines the pytest processes run outside any property's body; a
+process a property starts records under that property's node id (``tests/mutation/order.py``)."""
 SAMPLE = 60
 """Default sample: about 50 minutes on 2 cores (docs/mutation.md has the figures)."""
 
@@ -153,7 +156,7 @@ class Calibration:
     seconds: float
     durations: dict[str, float]
     executed: dict[str, set[int]]  # path -> lines run, in any process
-    contexts: dict[str, dict[int, list[str]]]  # path -> line -> "nodeid|phase" that ran it ("": none)
+    contexts: dict[str, dict[int, list[str]]]  # path -> line -> contexts that ran it
 
 
 def calibrate(work: Path, mode: str, workers: int) -> Calibration:
@@ -166,12 +169,17 @@ def calibrate(work: Path, mode: str, workers: int) -> Calibration:
         shutil.rmtree(work / "coverage", ignore_errors=True)
         (work / "coverage").mkdir(parents=True)
         rc = work / "coveragerc"
-        rc.write_text(f"[run]\npatch = subprocess\nparallel = true\ndata_file = {data_file}\n")
+        rc.write_text(
+            f"[run]\npatch = subprocess\nparallel = true\ndata_file = {data_file}\ncontext = {OUTSIDE}\n"
+        )
         print("calibration: the unmutated suite under coverage (a few times a mutant's run) ...", flush=True)
         start = time.monotonic()
         cov = [f"--cov={ROOT / TARGET}", "--cov-context=test", "--cov-report=", f"--cov-config={rc}"]
         done = subprocess.run(
-            suite_command("nixl", mode, [f"--junitxml={junit}", *cov], workers), cwd=ROOT, check=False
+            suite_command("nixl", mode, [f"--junitxml={junit}", "-p", "tests.mutation.order", *cov], workers),
+            cwd=ROOT,
+            env={**os.environ, CALIBRATING: "1"},
+            check=False,
         )
         if done.returncode != 0:
             raise SystemExit(f"the unmutated suite fails (exit {done.returncode}): no score can be measured")
@@ -254,10 +262,10 @@ def run_mutant(mutant: Mutant, cal: Calibration, space: Workspace, mode: str, ti
     target = copy / mutant.path
     try:
         plan = copy / "mutation-plan.json"
-        # a line only properties' bodies ran is judged by those properties; one run anywhere else
-        # (a fixture, import, another process) by the whole suite
-        only = bool(ran) and all(c.endswith("|run") for c in ran)
-        first = sorted({c.rsplit("|", 1)[0] for c in ran if c})
+        # a line only properties ran (their bodies, or processes they started) is judged by those
+        # properties; one run anywhere else (import, a fixture) by the whole suite
+        only = bool(ran) and not any(c == OUTSIDE or c.endswith(("|setup", "|teardown")) for c in ran)
+        first = sorted({c.removeprefix(f"{OUTSIDE}|").removesuffix("|run") for c in ran if c != OUTSIDE})
         plan.write_text(json.dumps({"first": first, "only": only, "seconds": cal.durations}))
         target.write_text(mutated)
         start = time.monotonic()

@@ -12,8 +12,10 @@ most of a kill's time. The plan is a JSON file named by ``HICACHE_MUTATION_PLAN`
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, Phase, settings
@@ -22,6 +24,9 @@ from conformance.report import CERTIFYING_EXAMPLES
 
 PROFILE = "hicache-mutation"
 PLAN = "HICACHE_MUTATION_PLAN"
+CALIBRATING = "HICACHE_MUTATION_CALIBRATION"
+SUBPROCESS_CONFIG = "COVERAGE_PROCESS_CONFIG"
+"""coverage's configuration for the processes a run starts (``patch = subprocess``), serialized."""
 
 settings.register_profile(
     PROFILE,
@@ -37,6 +42,23 @@ def junit_name(nodeid: str) -> str:
     """``classname::name`` as pytest's junit XML writes a test: the calibration run's timings use it."""
     parts = nodeid.split("::")
     return ".".join([parts[0].removesuffix(".py").replace("/", "."), *parts[1:-1]]) + "::" + parts[-1]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """In the calibration run, a process a property starts (a worker, a crash victim) records its
+    lines under that property's node id, not under no test at all."""
+    outer = os.environ.get(SUBPROCESS_CONFIG)
+    if CALIBRATING not in os.environ or outer is None:
+        yield
+        return
+    config = json.loads(base64.b64decode(outer))
+    config["context"] = item.nodeid
+    os.environ[SUBPROCESS_CONFIG] = base64.b64encode(json.dumps(config).encode()).decode()
+    try:
+        yield
+    finally:
+        os.environ[SUBPROCESS_CONFIG] = outer
 
 
 @pytest.hookimpl(trylast=True)

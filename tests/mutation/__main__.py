@@ -4,14 +4,16 @@
 
 Every mutant cosmic-ray's operators make of ``reference_backend/*.py`` is the population, less
 those inside annotations and ``if TYPE_CHECKING:`` blocks (never evaluated: equivalent by
-construction). A fixed-seed sample of it runs, each mutant in a copy of the repository, against
-the whole certification suite at the default profile (``--backend=nixl``, one seed), under a time
-limit; the first failing property kills it (``tests/mutation/order.py`` puts the likeliest killers
-first). A calibration run of the unmutated suite under coverage comes first (cached in
-``--workdir``): it must pass, its time sets the default limit, and a mutant on a line it never
-executed survives without a run, since nothing the suite does can reach it. Prints the score,
-killed / (sampled - equivalent), and every survivor; ``tests/mutation/equivalent.py`` holds the
-triage. Needs the ``mutation`` extra. Exits 1 below ``--target``.
+construction). The first N of a seeded shuffle of it run, each mutant in a copy of the repository,
+against the certification suite at the default profile (``--backend=nixl``, one seed; the object
+store's module against ``--backend=nixl-obj``), under a time limit; the first failing property
+kills it. A calibration run of the unmutated suite under coverage comes first (cached in
+``--workdir``): it must pass, it records which properties ran each line, and its time sets the
+default limit. A mutant on a line it never ran survives without a run; one on a line only some
+properties ran is judged by those (a property that never executes a line cannot see it change);
+any other by the whole suite, likeliest killers first (``tests/mutation/order.py``). Prints the
+score, killed / (sampled - equivalent), and every survivor; ``tests/mutation/equivalent.py``
+holds the triage. Needs the ``mutation`` extra. Exits 1 below ``--target``.
 """
 
 from __future__ import annotations
@@ -308,23 +310,26 @@ def _run(
 
 
 def score(sample: list[Mutant], outcomes: dict[str, Outcome]) -> tuple[str, float]:
-    """The report: counts, the score over the non-equivalent mutants, and every survivor."""
+    """The report: counts, the score over the non-equivalent mutants, and every mutant not killed.
+
+    A mutant over the time limit is not killed: on a busy machine a passing run can overrun it,
+    and a backend that hangs fails the suite only where the suite's own per-property limit says so.
+    """
     done = [outcomes[m.ident] for m in sample if m.ident in outcomes]
     verdicts = ("killed", "timeout", "survived", "not-executed", "unconfirmed")
     count = {v: sum(1 for o in done if o.verdict == v) for v in verdicts}
-    survivors = [o for o in done if o.verdict in ("survived", "not-executed")]
-    equivalent = [o for o in survivors if o.ident in EQUIVALENT]
+    alive = [o for o in done if o.verdict in ("survived", "not-executed", "timeout")]
+    equivalent = [o for o in alive if o.ident in EQUIVALENT]
     live = len(done) - len(equivalent) - count["unconfirmed"]
-    killed = count["killed"] + count["timeout"]
-    value = killed / live if live else 1.0
+    value = count["killed"] / live if live else 1.0
     lines = [
-        f"ran {len(done)} of {len(sample)} sampled mutants: killed {count['killed']}, timed out "
-        f"{count['timeout']} (counted killed), survived {count['survived']}, on lines the suite never "
-        f"runs {count['not-executed']}; equivalent {len(equivalent)}; undecided {count['unconfirmed']} "
-        "(the killing property fails unmutated too: left out)",
-        f"score: {killed} / {live} non-equivalent = {100 * value:.1f}%",
+        f"ran {len(done)} of {len(sample)} sampled mutants: killed {count['killed']}, survived "
+        f"{count['survived']}, on lines the suite never runs {count['not-executed']}, over the time "
+        f"limit {count['timeout']} (not killed); equivalent {len(equivalent)}; undecided "
+        f"{count['unconfirmed']} (the killing property fails unmutated too: left out)",
+        f"score: {count['killed']} / {live} non-equivalent = {100 * value:.1f}%",
     ]
-    for o in [*survivors, *(o for o in done if o.verdict == "unconfirmed")]:
+    for o in [*alive, *(o for o in done if o.verdict == "unconfirmed")]:
         why = EQUIVALENT.get(o.ident)
         tag = f"equivalent: {why}" if why else o.verdict.upper()
         lines.append(f"  {o.ident}  [{tag}]\n    " + o.diff.replace("\n", "\n    "))

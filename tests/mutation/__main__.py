@@ -210,6 +210,16 @@ def _statement_lines(source: str, first: int, last: int) -> set[int]:
     return {parser.first_line(n) for n in range(first, last + 1)}
 
 
+def _in_function_body(source: str, line: int, col: int) -> bool:
+    """Whether ``(line, col)`` is in a function's body: run when called, not when defined."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            first, last = node.body[0], node.body[-1]
+            if (first.lineno, first.col_offset) <= (line, col) <= (last.end_lineno or last.lineno, 10**6):
+                return True
+    return False
+
+
 class Workspace:
     """Copies of the repository, one a job, each mutated in place for one mutant at a time."""
 
@@ -265,7 +275,11 @@ def run_mutant(mutant: Mutant, cal: Calibration, space: Workspace, mode: str, ti
     try:
         plan = copy / "mutation-plan.json"
         # a line only properties ran (their bodies, or processes they started) is judged by those
-        # properties; one run anywhere else (import, a fixture) by the whole suite
+        # properties; one run anywhere else (import, a fixture) by the whole suite. A function body
+        # that properties ran and that also ran outside them ran there in the plugin's factory check
+        # (every run repeats it: a mutant that breaks it fails every run) or in collection
+        if ran - {OUTSIDE} and _in_function_body(source, mutant.line, mutant.col):
+            ran.discard(OUTSIDE)
         only = bool(ran) and not any(c == OUTSIDE or c.endswith(("|setup", "|teardown")) for c in ran)
         first = sorted({c.removeprefix(f"{OUTSIDE}|").removesuffix("|run") for c in ran if c != OUTSIDE})
         plan.write_text(json.dumps({"first": first, "only": only, "seconds": cal.durations}))

@@ -95,7 +95,7 @@ class BackendConfig:
     segment_bytes: int = 1 << 30
     checkpoint_records: int = CHECKPOINT_EVERY
     """Records committed between two checkpoints of the index while the store runs (at least: an
-    eighth of the index when that is more); 0 checkpoints only at close."""
+    sixteenth of the index when that is more); 0 checkpoints only at close."""
     budget: Budget = field(default_factory=Budget)
     tenant: str | None = None
     """Who owns what this instance stores; None: the model name."""

@@ -380,7 +380,9 @@ class Index:
         """A copy of the records (one memory copy: the part a checkpoint of a running log makes
         under its lock) and of the shapes; :func:`columns` turns them into what is saved."""
         shapes = np.asarray(self._shapes, dtype=np.int64).reshape(-1, 2)
-        return self._recs[: self._n].copy(), shapes
+        records = _zeros(self._n, RECORD)  # a map of its own: all of it goes back when dropped
+        records[:] = self._recs[: self._n]
+        return records, shapes
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], native: bool | None = None) -> Index:

@@ -331,7 +331,7 @@ class SegmentLog:
         self.checkpoint_path = os.path.join(self.folder, f"index.{tenant}.ckpt") if checkpoints else ""
         """Where the index is checkpointed at close and restored from at start ("": never)."""
         self._checkpoint_every = checkpoint_every
-        """Records committed between two checkpoints while the log runs (at least; an eighth of
+        """Records committed between two checkpoints while the log runs (at least; a sixteenth of
         the index when that is more), so a crash costs a restart the scan of that tail only."""
         self._since_checkpoint = 0
         self._checkpointing: threading.Thread | None = None
@@ -1091,7 +1091,7 @@ class SegmentLog:
     def save_checkpoint(self) -> bool:
         """Write the index as it stands (see :mod:`reference_backend.checkpoint`); under a budget
         only where it fits beside the tenant's files, else the stale one is removed."""
-        self._join_checkpoint()
+        self.wait_checkpoint()
         snapshot = self._snapshot()
         return snapshot is not None and self._write_checkpoint(snapshot)
 
@@ -1101,7 +1101,7 @@ class SegmentLog:
             return False
         if self._checkpointing is not None and self._checkpointing.is_alive():
             return False
-        return self._since_checkpoint >= max(self._checkpoint_every, len(self._index) // 8)
+        return self._since_checkpoint >= max(self._checkpoint_every, len(self._index) // checkpoint.SHARE)
 
     def _checkpoint_in_background(self) -> None:
         """Copy the index now (under the lock: the one part a call waits for) and write it on a
@@ -1115,7 +1115,9 @@ class SegmentLog:
         self._checkpointing = thread
         thread.start()
 
-    def _join_checkpoint(self) -> None:
+    def wait_checkpoint(self) -> None:
+        """Until the checkpoint being written (if any) is done: while it is, its copy of the
+        records holds 48 more bytes an entry."""
         thread = self._checkpointing
         if thread is not None:
             thread.join()
@@ -1156,7 +1158,10 @@ class SegmentLog:
             for fd in snap.fds:
                 os.close(fd)
         saved = checkpoint.Saved(snap.names, snap.rows, snap.tombs, columns(snap.records, snap.shapes))
-        return checkpoint.save(self.checkpoint_path, saved)
+        try:
+            return checkpoint.save(self.checkpoint_path, saved)
+        finally:
+            checkpoint.give_back()
 
     def restore(self) -> bool:
         """Start from the checkpoint where the log agrees with it; False (and an empty index, to
@@ -1227,7 +1232,7 @@ class SegmentLog:
     def clear(self) -> None:
         """Delete every segment under the root, whoever wrote it, and the index's checkpoint; the
         descriptors of those still held close at a later ``bury``."""
-        self._join_checkpoint()
+        self.wait_checkpoint()
         with self._lock:
             if self.checkpoint_path:
                 with contextlib.suppress(OSError):

@@ -70,8 +70,10 @@ def _label(rig: Rig) -> str:
 def test_every_rank_of_a_pool_combination_reads_exactly_the_entries_it_shares(
     hicache_target: Target, geometry: ModelGeometry, keys: list[str], ranks: list[Shape]
 ) -> None:
-    """Ranks of one deployment, each pool shared by its own rule: every rank reads its own shard of
-    sharded pools and its writer's entry of replicated ones, byte-exact, and nothing else."""
+    """Each rank reads its own entry of every sharded pool and its writer's of every replicated one.
+
+    Ranks of one deployment, each pool shared by its own rule (:mod:`conformance.sharing`),
+    byte-exact; a pool no rank of the set stored under a rank's identity reads back False."""
     target = hicache_target
     claimed(target, geometry)
     placed = [runnable(target, geometry, s) for s in ranks]
@@ -202,9 +204,10 @@ def _damage_what_changed(before: dict[Path, bytes], after: dict[Path, bytes]) ->
 def test_one_multi_pool_call_answers_for_every_pool_and_key_on_its_own(
     hicache_target: Target, geometry: ModelGeometry, presence: PartialPresence, layout: str, misalign: int
 ) -> None:
-    """With a key present in one pool and absent, removed or damaged in another, one
-    ``batch_exists_v2`` matches the oracle for every pool and one ``batch_get_v2`` answers every
-    (pool, key) by that pool's own entry: True with its exact bytes, or False."""
+    """One multi-pool batch_exists_v2 and batch_get_v2 answer every (pool, key) by that pool's own entry.
+
+    A key present in one pool is absent, removed or damaged in another, drawn on purpose: exists
+    matches the oracle for every pool; get answers True with the exact bytes, or False."""
     target = hicache_target
     claimed(target, geometry)
     target.require_layout(layout)

@@ -695,6 +695,10 @@ SGLANG_SEAWEEDFS_DEFECTS: dict[str, str] = {
                 "mimo_v2_swa_mtp",
                 "nemotron_h_mamba2",
                 "qwen3_next_hybrid",
+                "deepseek_v32_mtp",
+                "glm5_next_mla_dsa_kda",
+                "inkling_swa_mamba",
+                "qwen3_next_mtp",
             )
         ],
         SEAWEEDFS_NAMES,

@@ -172,8 +172,13 @@ class ModelGeometry:
     model: str
     is_mla: bool
     pools: tuple[PoolSpec, ...]
+    drawn: bool = False
+    """Composed by :func:`conformance.combinations.pool_combinations` rather than loaded from a
+    fixture: its repr then spells every pool, since no file holds it."""
 
     def __repr__(self) -> str:
+        if self.drawn:
+            return f"drawn({', '.join(f'{p.name}={p.kind}{dict(p.params)}' for p in self.pools)})"
         return f"load_geometry({self.family!r})"
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
@@ -202,11 +207,17 @@ def load_geometry(family: str) -> ModelGeometry:
             name=PoolName(entry["name"]),
             kind=entry["kind"],
             hit_policy=PoolHitPolicy(entry.get("hit_policy", "all_pages")),
-            params={k: v for k, v in entry.items() if k not in ("name", "kind", "hit_policy")},
+            params={k: v for k, v in entry.items() if k not in ("name", "kind", "hit_policy", "tp")},
         )
         for entry in raw["pools"]
     )
     return ModelGeometry(raw["family"], raw["model"], bool(raw["is_mla"]), pools)
+
+
+def stated_sharing(family: str) -> dict[str, str]:
+    """What a fixture states each pool's TP sharing is, as read from SGLang (``"replicated"``: every
+    TP rank reads the one entry its writer rank stored; ``"sharded"``: each rank its own)."""
+    return {entry["name"]: entry["tp"] for entry in hicache_fixtures.load_model(family)["pools"]}
 
 
 def all_geometries() -> list[ModelGeometry]:

@@ -104,7 +104,8 @@ class HostPoolDouble:
         start = 0
         for region in regions:
             n = region.numel()
-            region.copy_(torch.frombuffer(bytearray(data[start : start + n]), dtype=torch.uint8))
+            if n:  # a region of no bytes (lightning's empty conv state) takes none
+                region.copy_(torch.frombuffer(bytearray(data[start : start + n]), dtype=torch.uint8))
             start += n
 
     def snapshot(self) -> list[bytes]:
@@ -367,8 +368,10 @@ class MambaHostPool(HostPoolDouble):
 
     def _page_regions(self, index: int) -> list[torch.Tensor]:
         """Temporal then conv_0..N-1; a conv-only model's empty temporal state is no region, as
-        upstream's ``get_page_buffer_meta`` drops it."""
-        return [buf[index] for buf in self.backing() if buf[index].numel()]
+        upstream's ``get_page_buffer_meta`` drops it, while an empty conv state (lightning
+        attention's: ``conv_kernel`` 1) stays a region of zero bytes, as upstream keeps it."""
+        temporal = self.temporal_buffer[index]
+        return [temporal] * bool(temporal.numel()) + [buf[index] for buf in self.conv_buffer]
 
     def get_hybrid_pool_buffer(self) -> list[torch.Tensor]:
         return self.backing()

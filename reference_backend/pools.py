@@ -46,10 +46,14 @@ class Pool:
         # DeepSeek-V4's KV anchor (a LogicalHostPool) answers None and its pages are empty: its
         # entries are one-byte markers, so that exists still gates the side pools on the anchor key
         has_meta = meta is not None
+        # a region of no bytes (lightning attention's empty conv state, which SGLang's MambaPoolHost
+        # still reports) holds nothing to move: it is no part of the record, here or in meta()
         sizes = (
-            list(meta[1]) if meta is not None else [host.get_dummy_flat_data_page().view(torch.uint8).numel()]
+            [int(s) for s in meta[1] if int(s)]
+            if meta is not None
+            else [host.get_dummy_flat_data_page().view(torch.uint8).numel()]
         )
-        if sizes == [0]:
+        if sizes in ([0], []):
             sizes = [1]
         zero_copy = has_meta and in_place(host)
         pool = cls(name, host, layout_from_sizes(sizes, meaning_of(host)), zero_copy, has_meta, span, slots)
@@ -62,7 +66,7 @@ class Pool:
         span = self.span
         idx = torch.tensor([s + t for s in starts for t in range(span)], dtype=torch.int64)
         ptrs, sizes = self.host.get_page_buffer_meta(idx)
-        return list(zip((int(p) for p in ptrs), (int(s) for s in sizes)))
+        return [(int(p), int(s)) for p, s in zip(ptrs, sizes) if int(s)]
 
     def regions(self, starts: list[int]) -> list[tuple[int, int]]:
         """(address, bytes) of every region of each page, page by page."""

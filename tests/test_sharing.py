@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.geometry import all_geometries
+from conformance.geometry import all_geometries, stated_sharing
 from conformance.interface import HiCacheStorageConfig, PoolName
 from conformance.sharing import Shape, entry_identity, fit, is_storage_writer, writer_of
 from conformance.strategies import rank_sets, shapes
@@ -52,6 +52,33 @@ def test_mla_state_is_shared_by_the_tp_ranks_of_a_stage_but_mamba_state_is_not()
     assert not same_entry(a, b, PoolName.MAMBA, mla=True)
     # no tp_size in the MLA suffix without DCP: TP2 and TP8 deployments share replicated entries
     assert same_entry(Shape(tp_size=2), Shape(tp_size=8), PoolName.KV, mla=True)
+
+
+@pytest.mark.parametrize("geometry", all_geometries(), ids=lambda g: g.family)
+def test_every_fixture_states_the_tp_sharing_the_rule_gives_each_of_its_pools(geometry: Any) -> None:
+    """Each fixture says, pool by pool, what SGLang's code does (``"tp"``: replicated or sharded);
+    the rule stated once in ``conformance.sharing`` gives each pool of the model the same answer,
+    at every TP rank of a 4-way deployment: a replicated pool is one entry for all four ranks,
+    written by rank 0 alone; a sharded pool is four entries, each rank writing its own."""
+    stated = stated_sharing(geometry.family)
+    ranks = [config(Shape(tp_rank=r, tp_size=4), mla=geometry.is_mla, model=geometry.model) for r in range(4)]
+    for pool in geometry.pools:
+        entries = {entry_identity(c, pool.name, "k") for c in ranks}
+        writers = [c.tp_rank for c in ranks if is_storage_writer(c, pool.name)]
+        found = "replicated" if len(entries) == 1 else "sharded"
+        assert stated[str(pool.name)] == found, f"{geometry.family}: {pool.name} is {found} by the rule"
+        assert writers == ([0] if found == "replicated" else [0, 1, 2, 3]), f"{pool.name} writers {writers}"
+
+
+def test_kimi_linears_kda_state_is_sharded_beside_replicated_mla_kv() -> None:
+    # hybrid_cache_controller.should_backup: "Kimi-K3 Mamba/KDA state is TP-sharded even when the
+    # primary MLA KV pool is replicated"; the controller's is_mla_model is the MLA full_kv_pool's
+    assert stated_sharing("kimi_linear_mla_kda") == {"kv": "replicated", "mamba": "sharded"}
+    assert stated_sharing("glm5_next_mla_dsa_kda") == {
+        "kv": "replicated",
+        "indexer": "replicated",
+        "mamba": "sharded",
+    }
 
 
 def test_pipeline_stages_and_cp_ranks_never_share() -> None:
@@ -122,8 +149,13 @@ def test_dcp_is_dropped_for_models_that_cannot_run_it() -> None:
 
 
 def test_only_an_mla_pool_with_at_most_mamba_beside_it_runs_under_dcp() -> None:
-    """SGLang's controller refuses L3 under DCP for MHA, DSA's separate indexer and V4's anchor."""
-    assert {g.family for g in all_geometries() if g.runs_dcp} == {"deepseek_v3_mla"}
+    """SGLang's controller refuses L3 under DCP for MHA, DSA's separate indexer, draft pools and
+    V4's anchor ("HiCache L3 with DCP supports only MLA KV and optional KDA state")."""
+    assert {g.family for g in all_geometries() if g.runs_dcp} == {
+        "deepseek_v3_mla",
+        "kimi_linear_mla_kda",
+        "ring_2_5_mla_lightning",
+    }
 
 
 @given(shape=shapes())

@@ -62,6 +62,18 @@ SGLANG_FILE_DEFECTS: dict[str, str] = {
             "test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share[deepseek_v3_mla]",
             "test_every_shard_a_deployment_keeps_apart_has_its_own_entry[deepseek_v3_mla]",
             "test_every_tp_rank_reads_the_replicated_entries_its_writer_stored[deepseek_v3_mla]",
+            # MLA KV beside Mamba-family state runs under DCP too (Kimi-Linear, Ring-2.5)
+            *(
+                f"{prop}[{family}]"
+                for family in ("kimi_linear_mla_kda", "ring_2_5_mla_lightning")
+                for prop in (
+                    "test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share",
+                    "test_every_shard_a_deployment_keeps_apart_has_its_own_entry",
+                    "test_every_tp_rank_reads_the_replicated_entries_its_writer_stored",
+                    "test_overwriting_one_pool_never_changes_another_pool",
+                    "test_entries_in_one_pool_are_invisible_to_another_pools_exists",
+                )
+            ),
         ],
         V2_PHYSICAL_PAGES,
     ),
@@ -136,7 +148,15 @@ DIRECT_ODD_PAGE_FALLOUT = [
     "test_threads_storing_and_loading_disjoint_and_shared_keys_never_tear",
     *(
         f"{t}[{g}]"
-        for g in ("adversarial", "deepseek_v32_dsa", "qwen3_next_hybrid", "deepseek_v4", "lfm2_conv")
+        for g in (
+            "adversarial",
+            "deepseek_v32_dsa",
+            "qwen3_next_hybrid",
+            "deepseek_v4",
+            "lfm2_conv",
+            "glm5_next_mla_dsa_kda",
+            "deepseek_v32_mtp",
+        )
         for t in (
             "test_every_stored_page_of_every_pool_kind_is_found",
             "test_side_pool_pages_round_trip_byte_for_byte_through_v2",
@@ -154,6 +174,18 @@ DIRECT_ODD_PAGE_FALLOUT = [
     # the MLA writer stores every replicated pool: 1536-B DSA indexer and DeepSeek-V4 SWA pages
     "test_every_tp_rank_reads_the_replicated_entries_its_writer_stored[deepseek_v32_dsa]",
     "test_every_tp_rank_reads_the_replicated_entries_its_writer_stored[deepseek_v4]",
+    # the 528-B DSA indexer pages of the combinations issue 29 added (GLM-5-Next, V3.2 with MTP)
+    *(
+        f"{t}[{g}]"
+        for g in ("glm5_next_mla_dsa_kda", "deepseek_v32_mtp")
+        for t in (
+            "test_batch_exists_v2_follows_every_pools_hit_policy",
+            "test_every_tp_rank_reads_the_replicated_entries_its_writer_stored",
+            "test_exists_over_spans_of_hundreds_of_pages_matches_the_oracle",
+        )
+    ),
+    "test_side_pool_batches_over_128_pages_round_trip_in_one_v2_call[glm5_next_mla_dsa_kda]",
+    "test_a_long_contexts_side_pool_span_round_trips_in_one_v2_call[glm5_next_mla_dsa_kda]",
 ]
 
 COMPONENTS_MISCOUNTED = (
@@ -172,6 +204,11 @@ STAGE_AND_CP_BLIND = (
     "the stages, or the CP ranks, of one deployment write one file per page and the last write wins"
 )
 
+ONE_FLAG_A_BATCH = (
+    "a pool's v2 batch is one NIXL transfer and every key takes its one success flag "
+    "(_batch_xfer: [success] * len): a key a pool holds reads back False when another key of the "
+    "same batch_get_v2 is missing from that pool"
+)
 BOUNCE_BUFFERS = (
     "a staged side pool moves through 128-page bounce buffers: a v2 batch of more pages is refused "
     "whole (every flag False), though the controller hands side pools over whole"
@@ -281,6 +318,37 @@ SGLANG_NIXL_DEFECTS: dict[str, str] = {
             "test_a_store_puts_no_host_byte_it_was_not_handed_into_its_files",
         )
     },
+    # the same, in the combinations issue 29 added: DSA indexers beside KDA state and an MTP draft,
+    # SWA beside Mamba state, and a draft pool past the bounce buffers
+    **{
+        f"{t}[{g}]@buffered": META_REFUSAL_RAISES
+        for g in ("glm5_next_mla_dsa_kda", "deepseek_v32_mtp")
+        for t in (
+            "test_side_pool_pages_round_trip_byte_for_byte_through_v2",
+            "test_every_stored_page_of_every_pool_kind_is_found",
+            "test_overwriting_one_pool_never_changes_another_pool",
+            "test_entries_in_one_pool_are_invisible_to_another_pools_exists",
+            "test_get_never_touches_host_memory_outside_its_target_slots",
+            "test_a_store_has_read_every_page_it_stores_when_it_returns",
+            "test_a_load_writes_no_host_page_once_it_returns",
+            "test_a_store_puts_no_host_byte_it_was_not_handed_into_its_files",
+        )
+    },
+    "test_every_stored_page_of_every_pool_kind_is_found[inkling_swa_mamba]@buffered": COMPONENTS_MISCOUNTED,
+    "test_side_pool_batches_over_128_pages_round_trip_in_one_v2_call[deepseek_v32_mtp]": BOUNCE_BUFFERS,
+    "test_a_long_contexts_side_pool_span_round_trips_in_one_v2_call[deepseek_v32_mtp]": BOUNCE_BUFFERS,
+    # under O_DIRECT their Mamba pools (every region 512-B aligned) are staged, through the bounce buffers
+    **{
+        f"{t}[{g}]@{mode}": BOUNCE_BUFFERS
+        for t in (
+            "test_side_pool_batches_over_128_pages_round_trip_in_one_v2_call",
+            "test_a_long_contexts_side_pool_span_round_trips_in_one_v2_call",
+        )
+        for g in ("kimi_linear_mla_kda", "ring_2_5_mla_lightning", "inkling_swa_mamba", "qwen3_next_mtp")
+        for mode in DIRECT_MODES
+    },
+    "test_one_multi_pool_call_answers_for_every_pool_and_key_on_its_own": ONE_FLAG_A_BATCH,
+    "test_every_rank_of_a_pool_combination_reads_exactly_the_entries_it_shares": STAGE_AND_CP_BLIND,
     "test_batch_exists_v2_follows_every_pools_hit_policy[lfm2_conv]": COMPONENTS_MISCOUNTED,
     "test_a_restarted_backend_reads_back_what_it_stored[lfm2_conv]@buffered": COMPONENTS_MISCOUNTED,
     "test_every_shard_a_deployment_keeps_apart_has_its_own_entry[*]": STAGE_AND_CP_BLIND,
@@ -318,9 +386,13 @@ SGLANG_SIM_DEFECTS: dict[str, str] = {
         ],
         MINIMUM_OVER_POOLS,
     ),
-    "test_every_tp_rank_reads_the_replicated_entries_its_writer_stored[*]": (
+    **dict.fromkeys(
+        [
+            "test_every_tp_rank_reads_the_replicated_entries_its_writer_stored[*]",
+            "test_every_rank_of_a_pool_combination_reads_exactly_the_entries_it_shares",
+        ],
         "each rank's Sim keeps its own key set and only the MLA writer rank stores, so the other "
-        "ranks never hit: under TP > 1 an MLA model's prefetches all miss"
+        "ranks never hit: under TP > 1 an MLA model's prefetches all miss",
     ),
 }
 """SGLang's Sim (keys only: byte checks are not claimed, see ``stores_bytes``)."""
@@ -473,6 +545,49 @@ SGLANG_HF3FS_DEFECTS: dict[str, str] = {
                     "qwen3_next_hybrid",
                 )
             ),
+            # issue 29's MHA combinations (Inkling, Qwen3-Next with MTP) and the combinations family
+            "test_a_call_leaves_the_keys_indices_and_prefix_keys_it_was_handed_as_they_were[inkling_swa_mamba]",
+            "test_a_call_leaves_the_keys_indices_and_prefix_keys_it_was_handed_as_they_were[qwen3_next_mtp]",
+            "test_a_load_writes_no_host_page_once_it_returns[inkling_swa_mamba]",
+            "test_a_load_writes_no_host_page_once_it_returns[qwen3_next_mtp]",
+            "test_a_long_contexts_side_pool_span_round_trips_in_one_v2_call[inkling_swa_mamba]",
+            "test_a_long_contexts_side_pool_span_round_trips_in_one_v2_call[qwen3_next_mtp]",
+            "test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share[inkling_swa_mamba]",
+            "test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share[qwen3_next_mtp]",
+            "test_a_restarted_backend_reads_back_what_it_stored[inkling_swa_mamba]",
+            "test_a_restarted_backend_reads_back_what_it_stored[qwen3_next_mtp]",
+            "test_a_store_has_read_every_page_it_stores_when_it_returns[inkling_swa_mamba]",
+            "test_a_store_has_read_every_page_it_stores_when_it_returns[qwen3_next_mtp]",
+            "test_batch_exists_counts_the_leading_run_of_present_keys[inkling_swa_mamba]",
+            "test_batch_exists_counts_the_leading_run_of_present_keys[qwen3_next_mtp]",
+            "test_batch_exists_v2_follows_every_pools_hit_policy[inkling_swa_mamba]",
+            "test_batch_exists_v2_follows_every_pools_hit_policy[qwen3_next_mtp]",
+            "test_batches_sliced_from_one_operation_store_and_load_each_pages_own_bytes[inkling_swa_mamba]",
+            "test_batches_sliced_from_one_operation_store_and_load_each_pages_own_bytes[qwen3_next_mtp]",
+            "test_entries_in_one_pool_are_invisible_to_another_pools_exists[inkling_swa_mamba]",
+            "test_entries_in_one_pool_are_invisible_to_another_pools_exists[qwen3_next_mtp]",
+            "test_every_config_pool_and_key_has_its_own_stored_object[inkling_swa_mamba]",
+            "test_every_config_pool_and_key_has_its_own_stored_object[qwen3_next_mtp]",
+            "test_every_shard_a_deployment_keeps_apart_has_its_own_entry[inkling_swa_mamba]",
+            "test_every_shard_a_deployment_keeps_apart_has_its_own_entry[qwen3_next_mtp]",
+            "test_every_stored_page_of_every_pool_kind_is_found[inkling_swa_mamba]",
+            "test_every_stored_page_of_every_pool_kind_is_found[qwen3_next_mtp]",
+            "test_exists_over_spans_of_hundreds_of_pages_matches_the_oracle[inkling_swa_mamba]",
+            "test_exists_over_spans_of_hundreds_of_pages_matches_the_oracle[qwen3_next_mtp]",
+            "test_get_never_touches_host_memory_outside_its_target_slots[inkling_swa_mamba]",
+            "test_get_never_touches_host_memory_outside_its_target_slots[qwen3_next_mtp]",
+            "test_keys_that_spell_another_pools_suffix_stay_distinct[inkling_swa_mamba]",
+            "test_keys_that_spell_another_pools_suffix_stay_distinct[qwen3_next_mtp]",
+            "test_kv_pages_round_trip_byte_for_byte_through_v1[inkling_swa_mamba]",
+            "test_kv_pages_round_trip_byte_for_byte_through_v1[qwen3_next_mtp]",
+            "test_overwriting_one_pool_never_changes_another_pool[inkling_swa_mamba]",
+            "test_overwriting_one_pool_never_changes_another_pool[qwen3_next_mtp]",
+            "test_side_pool_batches_over_128_pages_round_trip_in_one_v2_call[inkling_swa_mamba]",
+            "test_side_pool_batches_over_128_pages_round_trip_in_one_v2_call[qwen3_next_mtp]",
+            "test_side_pool_pages_round_trip_byte_for_byte_through_v2[inkling_swa_mamba]",
+            "test_side_pool_pages_round_trip_byte_for_byte_through_v2[qwen3_next_mtp]",
+            "test_every_rank_of_a_pool_combination_reads_exactly_the_entries_it_shares",
+            "test_one_multi_pool_call_answers_for_every_pool_and_key_on_its_own",
         ],
         HF3FS_FLAG_PER_HALF,
     ),
@@ -520,6 +635,19 @@ SGLANG_HF3FS_DEFECTS: dict[str, str] = {
             "test_every_config_pool_and_key_has_its_own_stored_object[deepseek_v3_mla]",
             "test_every_shard_a_deployment_keeps_apart_has_its_own_entry[deepseek_v32_dsa]",
             "test_every_shard_a_deployment_keeps_apart_has_its_own_entry[deepseek_v3_mla]",
+            # issue 29's MLA combinations
+            "test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share[deepseek_v32_mtp]",
+            "test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share[glm5_next_mla_dsa_kda]",
+            "test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share[kimi_linear_mla_kda]",
+            "test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share[ring_2_5_mla_lightning]",
+            "test_every_config_pool_and_key_has_its_own_stored_object[deepseek_v32_mtp]",
+            "test_every_config_pool_and_key_has_its_own_stored_object[glm5_next_mla_dsa_kda]",
+            "test_every_config_pool_and_key_has_its_own_stored_object[kimi_linear_mla_kda]",
+            "test_every_config_pool_and_key_has_its_own_stored_object[ring_2_5_mla_lightning]",
+            "test_every_shard_a_deployment_keeps_apart_has_its_own_entry[deepseek_v32_mtp]",
+            "test_every_shard_a_deployment_keeps_apart_has_its_own_entry[glm5_next_mla_dsa_kda]",
+            "test_every_shard_a_deployment_keeps_apart_has_its_own_entry[kimi_linear_mla_kda]",
+            "test_every_shard_a_deployment_keeps_apart_has_its_own_entry[ring_2_5_mla_lightning]",
         ],
         HF3FS_NAMES_BLIND,
     ),
@@ -593,6 +721,10 @@ SGLANG_SEAWEEDFS_DEFECTS: dict[str, str] = {
                 "mimo_v2_swa_mtp",
                 "nemotron_h_mamba2",
                 "qwen3_next_hybrid",
+                "deepseek_v32_mtp",
+                "glm5_next_mla_dsa_kda",
+                "inkling_swa_mamba",
+                "qwen3_next_mtp",
             )
         ],
         SEAWEEDFS_NAMES,

@@ -797,6 +797,11 @@ MOONCAKE_QUEUE = (
     "is rejected at once, and the batch waits out its fixed 60-second timeout and fails (-800) far "
     "more objects than were rejected: most of the span answers False, a minute later (finding 24)"
 )
+MOONCAKE_EMPTY_REGION = (
+    "a page region of no bytes (lightning attention's empty conv state, which SGLang's own "
+    "MambaPoolHost reports in get_page_buffer_meta) fails the whole page's put: Ring-2.5's "
+    "lightning state is never stored"
+)
 SGLANG_MOONCAKE_DEFECTS: dict[str, str] = {
     "test_indices_outside_the_pool_are_refused[*]": MOONCAKE_UNCHECKED,
     "test_indices_off_a_page_boundary_are_refused": MOONCAKE_UNCHECKED,
@@ -824,6 +829,12 @@ SGLANG_MOONCAKE_DEFECTS: dict[str, str] = {
                 "mimo_v2_swa_mtp",
                 "nemotron_h_mamba2",
                 "qwen3_next_hybrid",
+                "deepseek_v32_mtp",
+                "glm5_next_mla_dsa_kda",
+                "inkling_swa_mamba",
+                "kimi_linear_mla_kda",
+                "qwen3_next_mtp",
+                "ring_2_5_mla_lightning",
             )
             for t in (
                 "test_a_rank_never_sees_the_entries_of_a_shard_it_does_not_share",
@@ -831,6 +842,29 @@ SGLANG_MOONCAKE_DEFECTS: dict[str, str] = {
             )
         ],
         MOONCAKE_CP_BLIND,
+    ),
+    "test_every_rank_of_a_pool_combination_reads_exactly_the_entries_it_shares": MOONCAKE_CP_BLIND,
+    **dict.fromkeys(
+        [
+            "test_a_call_leaves_the_keys_indices_and_prefix_keys_it_was_handed_as_they_were[ring_2_5_mla_lightning]",
+            "test_a_load_writes_no_host_page_once_it_returns[ring_2_5_mla_lightning]",
+            "test_a_long_contexts_side_pool_span_round_trips_in_one_v2_call[ring_2_5_mla_lightning]",
+            "test_a_restarted_backend_reads_back_what_it_stored[ring_2_5_mla_lightning]",
+            "test_a_store_has_read_every_page_it_stores_when_it_returns[ring_2_5_mla_lightning]",
+            "test_a_trailing_pool_query_fills_the_restorable_prefix_set[ring_2_5_mla_lightning]",
+            "test_batch_exists_v2_follows_every_pools_hit_policy[ring_2_5_mla_lightning]",
+            "test_batches_sliced_from_one_operation_store_and_load_each_pages_own_bytes[ring_2_5_mla_lightning]",
+            "test_entries_in_one_pool_are_invisible_to_another_pools_exists[ring_2_5_mla_lightning]",
+            "test_every_stored_page_of_every_pool_kind_is_found[ring_2_5_mla_lightning]",
+            "test_exists_over_spans_of_hundreds_of_pages_matches_the_oracle[ring_2_5_mla_lightning]",
+            "test_get_never_touches_host_memory_outside_its_target_slots[ring_2_5_mla_lightning]",
+            "test_keys_that_spell_another_pools_suffix_stay_distinct[ring_2_5_mla_lightning]",
+            "test_overwriting_one_pool_never_changes_another_pool[ring_2_5_mla_lightning]",
+            "test_side_pool_batches_over_128_pages_round_trip_in_one_v2_call[ring_2_5_mla_lightning]",
+            "test_side_pool_pages_round_trip_byte_for_byte_through_v2[ring_2_5_mla_lightning]",
+            "test_one_multi_pool_call_answers_for_every_pool_and_key_on_its_own",
+        ],
+        MOONCAKE_EMPTY_REGION,
     ),
     "test_every_shard_a_deployment_keeps_apart_has_its_own_entry[deepseek_v4]": MOONCAKE_CP_BLIND,
     "test_random_operation_sequences_agree_with_a_dictionary_model": MOONCAKE_CP_BLIND,

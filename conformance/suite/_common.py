@@ -47,3 +47,22 @@ def store_everything(rig: Rig, keys: list[str], seed: int, salt: int) -> dict[Po
             rig.put(name, page, data)
         assert rig.set(name, keys, range(len(keys))) == [True] * len(keys), f"{name} store"
     return written
+
+
+def store_from_writers(rigs: list[Rig], keys: list[str]) -> dict[tuple[object, ...], bytes]:
+    """Each rig's drawn pages under ``keys`` in every pool it writes (the controller backs
+    replicated state up from its writer rank only), each pool stored (and required to be) in its
+    own call; the page each entry holds, by ``entry_identity``."""
+    stored: dict[tuple[object, ...], bytes] = {}
+    for r, rig in enumerate(rigs):
+        for n, name in enumerate(rig.pools):
+            if not is_storage_writer(rig.config, name):
+                continue
+            for i, key in enumerate(keys):
+                payload = render_page(rig.pool(name), 7919 * r + 131 * n + i, 2, salt=r)
+                rig.put(name, i, payload)
+                stored[entry_identity(rig.config, name, key)] = payload
+            done = rig.set(name, keys, range(len(keys)))
+            label = f"{rig.config.model_name}@{rig.shape.label()}"
+            assert done == [True] * len(keys), f"{name} set at {label} returned {done}"
+    return stored

@@ -28,10 +28,10 @@ from conformance.strategies import rank_sets, render_page
 from conformance.suite._common import (
     HYBRID,
     entry_identity,
-    is_storage_writer,
     kv_layouts,
     misaligns,
     runnable,
+    store_from_writers,
 )
 from reference_backend.interface import rank_replicated
 
@@ -78,20 +78,10 @@ def test_every_rank_of_a_pool_combination_reads_exactly_the_entries_it_shares(
     claimed(target, geometry)
     placed = [runnable(target, geometry, s) for s in ranks]
     shapes = list(dict.fromkeys([*placed, *(writer_of(s) for s in placed)]))  # every reader's writer too
-    stored: dict[tuple[object, ...], bytes] = {}
     with target.storage() as storage:
         rigs = [Rig(target, geometry, storage, page_num=len(keys), shape=s) for s in shapes]
         try:
-            for r, rig in enumerate(rigs):
-                for n, name in enumerate(rig.pools):
-                    if not is_storage_writer(rig.config, name):
-                        continue  # the controller backs replicated state up from its writer rank only
-                    for i, key in enumerate(keys):
-                        payload = render_page(rig.pool(name), 7919 * r + 131 * n + i, 2, salt=r)
-                        rig.put(name, i, payload)
-                        stored[entry_identity(rig.config, name, key)] = payload
-                    done = rig.set(name, keys, range(len(keys)))
-                    assert done == [True] * len(keys), f"{name} set at {_label(rig)} returned {done}"
+            stored = store_from_writers(rigs, keys)
             for rig in rigs:
                 for name in rig.pools:
                     want = [stored.get(entry_identity(rig.config, name, key)) for key in keys]

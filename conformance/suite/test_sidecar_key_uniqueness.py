@@ -31,7 +31,14 @@ from conformance.strategies import (
     render_page,
     tempting_key_pairs,
 )
-from conformance.suite._common import GEOMETRIES, entry_identity, ids, is_storage_writer, runnable
+from conformance.suite._common import (
+    GEOMETRIES,
+    entry_identity,
+    ids,
+    is_storage_writer,
+    runnable,
+    store_from_writers,
+)
 
 RANKS = [(0, 1), (0, 2), (1, 2), (1, 12), (11, 2), (2, 11)]
 
@@ -198,20 +205,10 @@ def test_every_shard_a_deployment_keeps_apart_has_its_own_entry(
 ) -> None:
     """Ranks of one deployment (TP, pipeline stages, CP, DCP) each read back their own shard's bytes."""
     shapes = list(dict.fromkeys(runnable(hicache_target, geometry, s) for s in ranks))
-    stored: dict[tuple[object, ...], bytes] = {}
     with hicache_target.storage() as storage:
         rigs = [Rig(hicache_target, geometry, storage, page_num=len(keys), shape=s) for s in shapes]
         try:
-            for r, rig in enumerate(rigs):
-                for n, name in enumerate(rig.pools):
-                    if not is_storage_writer(rig.config, name):
-                        continue  # the controller never backs replicated state up from this rank
-                    for i, key in enumerate(keys):
-                        payload = render_page(rig.pool(name), 7919 * r + 131 * n + i, 2, salt=r)
-                        rig.put(name, i, payload)
-                        stored[entry_identity(rig.config, name, key)] = payload
-                    done = rig.set(name, keys, range(len(keys)))
-                    assert done == [True] * len(keys), f"{name} set at {_label(rig)} returned {done}"
+            stored = store_from_writers(rigs, keys)
             for rig in rigs:
                 for name in rig.pools:
                     if not is_storage_writer(rig.config, name):

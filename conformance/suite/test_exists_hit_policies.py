@@ -73,12 +73,20 @@ TRAILING_GAP_BEFORE_ALL_GAP = Presence(
     side=((True, True, True, False, True), (True,) * 5, (True, True, True, True, False)),
     windows=(1, 1, 1),
 )
+# Two TRAILING_PAGES pools of different windows, each holding a prefix the other cannot restore
+# (Inkling's SWA and Mamba pools): each pool's own figure is 3 or 4, their common prefix only 1.
+TRAILING_WINDOWS_DISAGREE = Presence(
+    kv=(True,) * 4,
+    side=((True, True, True, False), (True, False, True, True), (True,) * 4),
+    windows=(1, 2, 1),
+)
 
 
 @pytest.mark.parametrize("geometry", HYBRID, ids=ids(HYBRID))
 @MORE
 @given(presence=presences())
 @example(presence=TRAILING_GAP_BEFORE_ALL_GAP)
+@example(presence=TRAILING_WINDOWS_DISAGREE)
 def test_batch_exists_v2_follows_every_pools_hit_policy(
     hicache_target: Target, geometry: ModelGeometry, presence: Presence
 ) -> None:

@@ -346,6 +346,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 @pytest.fixture(scope="session")
 def hicache_target(request: pytest.FixtureRequest) -> Iterator[Target]:
     """The backend under test, as chosen with ``--backend``, with a storage root of its own."""
+    from conformance.reaper import REAPER
     from conformance.rig import Target
 
     run = request.config.stash.get(_run_key, None)
@@ -359,6 +360,7 @@ def hicache_target(request: pytest.FixtureRequest) -> Iterator[Target]:
         with run.spec.session() if run.spec.session else contextlib.nullcontext():
             yield Target(run.spec, run.mode, root, dict(caps.io_modes[run.mode]), ref=run.name)
     finally:
+        REAPER.drain()
         if not given:
             shutil.rmtree(root, ignore_errors=True)
 

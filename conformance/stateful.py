@@ -25,7 +25,6 @@ rules and invariants of a backend's own::
 from __future__ import annotations
 
 import functools
-import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,6 +45,7 @@ from conformance.oracle import (
     reduce_across_ranks,
     reduced_expected_hit,
 )
+from conformance.reaper import REAPER
 from conformance.rig import Rig, Target
 from conformance.sharing import Shape, entry_identity, is_storage_writer
 from conformance.strategies import rank_sets, render_page
@@ -358,4 +358,4 @@ class HiCacheStoreMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         for rig in self.rigs.values():
             rig.close()
-        shutil.rmtree(self.storage, ignore_errors=True)
+        REAPER.discard(self.storage)

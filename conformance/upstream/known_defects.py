@@ -134,6 +134,14 @@ MINIMUM_OVER_POOLS = (
     "batch_exists_v2 takes the minimum of the pools' figures, which can be a prefix no pool set "
     "can restore (a TRAILING_PAGES hole just before an ALL_PAGES gap)"
 )
+MINIMUM_OVER_POOLS_GEOMETRIES = (
+    "adversarial",
+    "deepseek_v4",
+    "mimo_v2_swa_mtp",
+    "glm5_next_mla_dsa_kda",  # an ALL_PAGES indexer beside a TRAILING_PAGES KDA state
+    "inkling_swa_mamba",  # two TRAILING_PAGES pools of different windows
+)
+"""Geometries whose gating pools can each restore a prefix the others cannot."""
 DIRECT_MODES = ("direct", "direct-uring")
 DIRECT_ODD_PAGE_FALLOUT = [
     # the bad-input sandbox stores two entries in every pool of a model with 704-B Mamba pages
@@ -297,7 +305,7 @@ SGLANG_NIXL_DEFECTS: dict[str, str] = {
     "test_every_config_pool_and_key_has_its_own_stored_object[*]": NAMES_COLLIDE,
     **{
         f"test_batch_exists_v2_follows_every_pools_hit_policy[{g}]": MINIMUM_OVER_POOLS
-        for g in ("adversarial", "deepseek_v4", "mimo_v2_swa_mtp", "glm5_next_mla_dsa_kda", "inkling_swa_mamba")
+        for g in MINIMUM_OVER_POOLS_GEOMETRIES
     },
     **{
         f"test_every_stored_page_of_every_pool_kind_is_found[{g}]@buffered": COMPONENTS_MISCOUNTED
@@ -366,10 +374,7 @@ SGLANG_SIM_DEFECTS: dict[str, str] = {
         "policies get an answer"
     ),
     **dict.fromkeys(
-        [
-            f"test_batch_exists_v2_follows_every_pools_hit_policy[{g}]"
-            for g in ("adversarial", "deepseek_v4", "mimo_v2_swa_mtp", "glm5_next_mla_dsa_kda", "inkling_swa_mamba")
-        ],
+        [f"test_batch_exists_v2_follows_every_pools_hit_policy[{g}]" for g in MINIMUM_OVER_POOLS_GEOMETRIES],
         MINIMUM_OVER_POOLS,
     ),
     **dict.fromkeys(

@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from conformance.capabilities import BackendSpec, Capabilities
-    from conformance.report import CertReport, PropertyResult
-    from conformance.rig import Target
-    from conformance.watchdog import Overrun, Watchdog
+    from conformance.certificate.report import CertReport, PropertyResult
+    from conformance.harness.rig import Target
+    from conformance.harness.watchdog import Overrun, Watchdog
+    from conformance.model.capabilities import BackendSpec, Capabilities
 
 SUITE_DIR = (Path(__file__).parent / "suite").resolve()
 COLLECTOR = "hicache-conformance-collector"
@@ -97,7 +97,7 @@ def pytest_configure(config: pytest.Config) -> None:
     name = config.getoption("backend")
     if not name:
         return
-    from conformance.registry import BackendResolutionError, resolve_backend
+    from conformance.harness.registry import BackendResolutionError, resolve_backend
 
     try:
         spec = resolve_backend(name)
@@ -161,7 +161,7 @@ def _use_profiles(config: pytest.Config) -> None:
     """
     from hypothesis import HealthCheck, Phase, configuration, settings
 
-    from conformance.report import CERTIFYING_EXAMPLES
+    from conformance.certificate.report import CERTIFYING_EXAMPLES
 
     quiet = [HealthCheck.too_slow, HealthCheck.data_too_large]
     # the explain phase re-runs a failure dozens of times; "thorough" keeps it
@@ -219,9 +219,9 @@ def _covers(arg: str, root: Path) -> bool:
 
 def _check_factory(run: _Run) -> None:
     """Build the backend once before anything runs: a factory that cannot is one clear error."""
-    from conformance.geometry import all_geometries
-    from conformance.registry import load_failure
-    from conformance.rig import Rig, Target
+    from conformance.harness.geometry import all_geometries
+    from conformance.harness.registry import load_failure
+    from conformance.harness.rig import Rig, Target
 
     caps = run.spec.capabilities
     layout = "page_first" if "page_first" in caps.layouts else sorted(caps.layouts)[0]
@@ -303,7 +303,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     run = config.stash.get(_run_key, None)
     if run is None:
         return
-    from conformance.capabilities import Capabilities
+    from conformance.model.capabilities import Capabilities
 
     run.suite = sorted(pid for pid in map(suite_id, items) if pid)
     if run.narrowed_to is not None:
@@ -346,7 +346,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 @pytest.fixture(scope="session")
 def hicache_target(request: pytest.FixtureRequest) -> Iterator[Target]:
     """The backend under test, as chosen with ``--backend``, with a storage root of its own."""
-    from conformance.rig import Target
+    from conformance.harness.rig import Target
 
     run = request.config.stash.get(_run_key, None)
     if run is None:
@@ -408,7 +408,7 @@ def _nested_examples_counted(item: pytest.Item) -> Iterator[None]:
     from hypothesis import is_hypothesis_test
     from hypothesis.statistics import collector, describe_statistics
 
-    from conformance.report import examples_run
+    from conformance.certificate.report import examples_run
 
     if is_hypothesis_test(getattr(item, "obj", None)):
         yield
@@ -447,7 +447,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             )
         )
     if report.when == "teardown":
-        from conformance.report import examples_run
+        from conformance.certificate.report import examples_run
 
         statistics = getattr(item, "hypothesis_statistics", None)
         info["examples"] = examples_run(statistics) if statistics else item.stash.get(_examples_key, 0)
@@ -508,7 +508,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     from hypothesis import settings
 
-    from conformance.watchdog import SECONDS_PER_EXAMPLE, Watchdog
+    from conformance.harness.watchdog import SECONDS_PER_EXAMPLE, Watchdog
 
     current = settings.get_current_profile_name()
     if current not in (DEFAULT_PROFILE, QUICK_PROFILE, "thorough"):  # the user's own: keep it, less those
@@ -569,7 +569,7 @@ class CertCollector:
     """Gathers every suite property's outcome on the process that reports (the xdist controller)."""
 
     def __init__(self, config: pytest.Config, run: _Run) -> None:
-        from conformance.progress import Progress
+        from conformance.certificate.progress import Progress
 
         self.config, self.run = config, run
         self.progress = Progress(run.spec.name, run.mode, self._say)
@@ -617,7 +617,7 @@ class CertCollector:
             self.run.seeds[str(node.workerinput["workerid"])] = int(got["seed"])
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        from conformance.report import PropertyResult, family_of
+        from conformance.certificate.report import PropertyResult, family_of
 
         info = next((v for k, v in report.user_properties if k == "hicache"), None)
         self._progressed(report, info)
@@ -679,15 +679,15 @@ class CertCollector:
 
     def overran(self, overrun: Overrun) -> None:
         """A property whose process ended it at its time limit failed, with every thread's stack."""
-        from conformance.report import PropertyResult, family_of
+        from conformance.certificate.report import PropertyResult, family_of
 
         pid = overrun.property
         entry = self.by_id.setdefault(pid, PropertyResult(pid, family_of(pid)))
         entry.outcome, entry.reason, entry.message = "failed", overrun.reason, overrun.stacks[-4000:]
 
     def report(self) -> CertReport:
-        from conformance.coverage import coverage
-        from conformance.report import CertReport, environment
+        from conformance.certificate.coverage import coverage
+        from conformance.certificate.report import CertReport, environment
 
         spec, caps = self.run.spec, self.run.spec.capabilities
         config = self.config

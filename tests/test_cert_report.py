@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from conformance.report import CERTIFYING_EXAMPLES, CertReport, PropertyResult
-from conformance.services import LOOPBACK, free_port, kill_all, running
-from conformance.watchdog import EXIT_OVERRUN
+from conformance.certificate.report import CERTIFYING_EXAMPLES, CertReport, PropertyResult
+from conformance.harness.watchdog import EXIT_OVERRUN
+from conformance.servers.services import LOOPBACK, free_port, kill_all, running
 
 ROOT = Path(__file__).resolve().parents[1]
 

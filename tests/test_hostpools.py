@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conformance.geometry import all_geometries
-from conformance.hostpools import MISALIGNMENT, MambaHostPool, MHAHostPool, aligned_empty
+from conformance.doubles.hostpools import MISALIGNMENT, MambaHostPool, MHAHostPool, aligned_empty
+from conformance.harness.geometry import all_geometries
 
 CASES = [
     (g.family, spec, layout, misalign)

@@ -6,7 +6,7 @@ The lines of whole runs, with and without xdist, are checked in tests/test_cert_
 
 from __future__ import annotations
 
-from conformance.progress import Progress
+from conformance.certificate.progress import Progress
 
 
 def _progress(lines: list[str], now: list[float]) -> Progress:

@@ -21,8 +21,7 @@ from typing import Any
 
 import torch
 
-from conformance.geometry import PoolSpec, dtype_named
-from conformance.hostpools import (
+from conformance.doubles.hostpools import (
     DeepSeekV4PagedHostPool,
     DSAIndexerHostPool,
     HostPoolDouble,
@@ -31,7 +30,8 @@ from conformance.hostpools import (
     MHAHostPool,
     MLAHostPool,
 )
-from conformance.upstream.loader import sglang
+from conformance.harness.geometry import PoolSpec, dtype_named
+from conformance.model.sglang import sglang
 
 SPEC_POOLS = frozenset({"mha", "mla", "mamba", "dsa_indexer", "dsv4_paged", "dsv4_state", "logical_anchor"})
 """Pool kinds built as SGLang's own objects; ``multi_region`` (no SGLang class) stays a double."""

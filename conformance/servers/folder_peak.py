@@ -8,7 +8,7 @@ so a window of a few walks is seen (on a loaded machine, one shorter than a sche
 only by chance: the sampler is one more process), and each sample is a total the folder held at
 one instant (:func:`held_at_once`), never a sum of sizes from moments apart.
 
-Run as ``python -m conformance.folder_peak FOLDER``: it prints ``ready``, samples until its stdin
+Run as ``python -m conformance.servers.folder_peak FOLDER``: it prints ``ready``, samples until its stdin
 closes, then prints the peak.
 """
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from conformance.rig import Target
+from conformance.harness.rig import Target
 
 REAL_WAIT_LIMIT = 5.0
 """The longest pin the suite waits out in real time, for a backend with no lease clock."""

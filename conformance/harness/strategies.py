@@ -14,8 +14,8 @@ import numpy as np
 import torch
 from hypothesis import strategies as st
 
-from conformance.hostpools import HostPoolDouble, Segment
-from conformance.sharing import Shape
+from conformance.doubles.hostpools import HostPoolDouble, Segment
+from conformance.model.sharing import Shape
 
 # Little-endian bit patterns that a value conversion would change or that hide in plain sight:
 # NaN payloads (signalling and quiet, both signs), -0.0, the smallest subnormal, +-inf, all-ones.
@@ -113,7 +113,7 @@ model_names = st.one_of(
 )
 
 # Parallel sizes deployments run: TP up to 8 (sizes above 2 too), several pipeline stages,
-# attention CP, and DCP groups inside TP (SGLang allows DCP for MLA only; see conformance.sharing).
+# attention CP, and DCP groups inside TP (SGLang allows DCP for MLA only; see conformance.model.sharing).
 TP_SIZES = [1, 2, 4, 8]
 PP_SIZES = [1, 2, 4]
 CP_SIZES = [1, 2, 4]

@@ -5,9 +5,9 @@ The fixtures in ``fixtures/models/`` are the combinations SGLang 0.5.23 builds
 in a combination no fixture has (MLA KV, replicated across TP ranks, beside recurrent state that
 is sharded per rank is Kimi-Linear's). So the properties that take a geometry can also draw one:
 a KV kind, then any subset of the side pools, each pool with its own kind's shape and dtype rules
-(the doubles of :mod:`conformance.hostpools`), its own layout rule
-(:meth:`~conformance.geometry.PoolSpec.layout_for`: page-first-only kinds stay page-first) and
-its own TP-sharing rule (:mod:`conformance.sharing`, asked per pool, never per model).
+(the doubles of :mod:`conformance.doubles.hostpools`), its own layout rule
+(:meth:`~conformance.harness.geometry.PoolSpec.layout_for`: page-first-only kinds stay page-first) and
+its own TP-sharing rule (:mod:`conformance.model.sharing`, asked per pool, never per model).
 
 Each drawn pool keeps the kind SGLang gives that name (Mamba state is a ``MambaPoolHost``, the SWA
 pool an MHA pool, a draft pool the target's KV kind, an indexer a DSA indexer), so a backend that
@@ -22,8 +22,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from conformance.geometry import ModelGeometry, PoolSpec
-from conformance.interface import PoolHitPolicy, PoolName
+from conformance.harness.geometry import ModelGeometry, PoolSpec
+from conformance.model.interface import PoolHitPolicy, PoolName
 
 COMPOSED_KV_KINDS = ("mha", "mla")
 """KV kinds a drawn combination takes. DeepSeek-V4's logical anchor comes with its own fixed
@@ -130,7 +130,7 @@ def pool_combinations(
     """A model geometry composed of one KV kind and ``min_side``..``max_side`` side pools.
 
     ``is_mla`` follows the KV kind, as SGLang's controller derives ``is_mla_model`` from the KV
-    device pool alone; every other pool's sharing follows from :mod:`conformance.sharing`.
+    device pool alone; every other pool's sharing follows from :mod:`conformance.model.sharing`.
     """
     kind = draw(st.sampled_from([k for k in kv_kinds if k in COMPOSED_KV_KINDS]))
     kv = PoolSpec(PoolName.KV, kind, PoolHitPolicy.ALL_PAGES, draw(_mla() if kind == "mla" else _mha()))

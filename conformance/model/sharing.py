@@ -53,7 +53,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from conformance.interface import HiCacheStorageConfig, PoolName
+from conformance.model.interface import HiCacheStorageConfig, PoolName
 from reference_backend.interface import rank_replicated, shard
 
 EntryIdentity = tuple[tuple[str | None, tuple[str, ...]], str, str]

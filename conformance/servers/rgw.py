@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.services import LOOPBACK, free_port, running
+from conformance.servers.services import LOOPBACK, free_port, running
 
 BINARIES = ("monmaptool", "ceph-mon", "ceph", "ceph-osd", "radosgw-admin", "radosgw")
 """What the cluster is built with: Debian's ``radosgw``, ``ceph-mon`` and ``ceph-osd`` packages."""

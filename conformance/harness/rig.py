@@ -18,12 +18,12 @@ from typing import Any
 import pytest
 import torch
 
-from conformance.caller import ControllerCalls, PoolSlots
-from conformance.capabilities import BackendSpec, Capabilities
-from conformance.geometry import ModelGeometry, PoolSpec
-from conformance.hostpools import HostPoolDouble
-from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer, page_span, slot_count
-from conformance.sharing import Shape
+from conformance.doubles.hostpools import HostPoolDouble
+from conformance.harness.caller import ControllerCalls, PoolSlots
+from conformance.harness.geometry import ModelGeometry, PoolSpec
+from conformance.model.capabilities import BackendSpec, Capabilities
+from conformance.model.interface import HiCacheStorageConfig, PoolName, PoolTransfer, page_span, slot_count
+from conformance.model.sharing import Shape
 
 
 @dataclass

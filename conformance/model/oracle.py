@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from conformance.interface import PoolHitPolicy, PoolName, PoolTransfer, PoolTransferResult
+from conformance.model.interface import PoolHitPolicy, PoolName, PoolTransfer, PoolTransferResult
 
 Presence = Callable[[str, str], bool]
 """``present(pool_name, key)``: is that pool's entry for that key stored and whole?"""

@@ -3,7 +3,7 @@
 ``ensure_endpoint()`` uses the endpoint in ``HICACHE_S3_ENDPOINT`` when one is set (a MinIO,
 Ceph or AWS endpoint of your own); otherwise it starts the server ``HICACHE_S3_SERVER`` names on
 loopback for the duration: ``moto`` (the default: a stand-in, up in a second) or ``rgw`` (Ceph's
-gateway on a one-host cluster, :mod:`conformance.rgw`: a real S3 implementation, up in seconds),
+gateway on a one-host cluster, :mod:`conformance.servers.rgw`: a real S3 implementation, up in seconds),
 and publishes it through the environment so the suite's child processes reach the same server.
 Either way the bucket exists afterwards. ``server()`` says which server that was, for the
 certification report and for known defects that hold on one server only.
@@ -17,8 +17,8 @@ import sys
 from collections.abc import Iterator
 from importlib.metadata import version
 
-from conformance.capabilities import Server
-from conformance.services import LOOPBACK, environment, free_port, running
+from conformance.model.capabilities import Server
+from conformance.servers.services import LOOPBACK, environment, free_port, running
 
 ENDPOINT_ENV = "HICACHE_S3_ENDPOINT"
 BUCKET_ENV = "HICACHE_S3_BUCKET"
@@ -47,7 +47,7 @@ def moto_server(timeout: float = 30.0) -> Iterator[str]:
 @contextlib.contextmanager
 def rgw_endpoint() -> Iterator[str]:
     """Run Ceph's gateway on loopback with the environment's credentials as a user; yields its URL."""
-    from conformance.rgw import rgw_server
+    from conformance.servers.rgw import rgw_server
 
     with rgw_server(os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]) as cluster:
         yield cluster.endpoint
@@ -75,7 +75,7 @@ def server() -> Server:
         return Server(named or "given endpoint", named or "given endpoint")
     name = chosen_server()
     if name == "rgw":
-        from conformance import rgw
+        from conformance.servers import rgw
 
         return Server(name, f"ceph radosgw {rgw.version()}")
     return Server(name, f"moto {version('moto')}")

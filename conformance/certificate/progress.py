@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from conformance.report import family_of
+from conformance.certificate.report import family_of
 
 PREFIX = "hicache-conformance:"
 _RANK = {"passed": 0, "skipped": 1, "known defect": 2, "failed": 3}

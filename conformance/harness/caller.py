@@ -10,7 +10,7 @@ from the start of its storage moves the wrong pages; one that converts slots to 
 appends to ``prefix_keys``, corrupts the controller's own state. Both pass any suite that hands
 each call fresh tensors and never looks at them again.
 
-:class:`ControllerCalls` wraps the backend under test (every :class:`~conformance.rig.Rig` holds
+:class:`ControllerCalls` wraps the backend under test (every :class:`~conformance.harness.rig.Rig` holds
 one), so every batch call of every property receives its index tensors this way and is checked
 when it returns: a change to anything it was handed fails the call, naming what changed.
 """
@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from conformance.interface import PoolName
+from conformance.model.interface import PoolName
 
 PARAMETERS = {
     "batch_set_v1": ("keys", "host_indices", "extra_info"),

@@ -20,7 +20,7 @@ import re
 from importlib.metadata import Distribution, EntryPoint, entry_points
 from typing import Any
 
-from conformance.capabilities import BackendSpec, Capabilities
+from conformance.model.capabilities import BackendSpec, Capabilities
 
 ENTRY_POINT_GROUP = "hicache_conformance.backends"
 
@@ -42,7 +42,7 @@ def _as_spec(obj: Any, name: str) -> BackendSpec:
         return BackendSpec(name, obj, capabilities, version)
     raise BackendResolutionError(
         f"{name!r} is neither a BackendSpec nor a factory with a `conformance_capabilities` "
-        "attribute; declare what the backend claims (see conformance.capabilities)"
+        "attribute; declare what the backend claims (see conformance.model.capabilities)"
     )
 
 

@@ -1,12 +1,12 @@
 """The backend contract as documentation: each capability, what it promises and the properties it
 unlocks; each property, its guarantee and the claims it needs.
 
-Generated from :class:`conformance.capabilities.Capabilities` (each field's ``metadata["doc"]``)
+Generated from :class:`conformance.model.capabilities.Capabilities` (each field's ``metadata["doc"]``)
 and from the suite's sources (each property's docstring, which properties name a claim in
 ``hicache_requires`` or ``require(...)``, and which adapt to it by reading ``caps.<claim>``), so
 the documentation cannot drift from the code: the docs site's build (``docs/hooks.py``) puts
 :func:`capability_table` and :func:`property_reference` into its pages; ``python -m
-conformance.contract`` prints the table, ``python -m conformance.contract --properties`` the
+conformance.model.contract`` prints the table, ``python -m conformance.model.contract --properties`` the
 reference.
 """
 
@@ -17,9 +17,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from conformance.capabilities import capability_docs
+from conformance.model.capabilities import capability_docs
 
-SUITE_DIR = Path(__file__).parent / "suite"
+SUITE_DIR = Path(__file__).parent.parent / "suite"
 # helpers on Target that skip unless a claim holds
 _HELPERS = {
     "require_side_pools": "side_pools",

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from conformance.services import kill_all
+from conformance.servers.services import kill_all
 
 SECONDS_PER_EXAMPLE = 150.0
 """The default limit is this times the profile's examples a property: the slowest property seen

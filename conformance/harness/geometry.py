@@ -13,8 +13,7 @@ from typing import Any
 import hicache_fixtures
 import torch
 
-from conformance.capabilities import KV_LAYOUTS
-from conformance.hostpools import (
+from conformance.doubles.hostpools import (
     DeepSeekV4PagedHostPool,
     DSAIndexerHostPool,
     HostPoolDouble,
@@ -24,8 +23,9 @@ from conformance.hostpools import (
     MLAHostPool,
     MultiRegionHostPool,
 )
-from conformance.interface import PoolHitPolicy, PoolName, PoolTransfer
-from conformance.upstream.loader import UpstreamUnavailable, sglang
+from conformance.model.capabilities import KV_LAYOUTS
+from conformance.model.interface import PoolHitPolicy, PoolName, PoolTransfer
+from conformance.model.sglang import UpstreamUnavailable, sglang
 
 PAGE_FIRST_LAYOUTS = ("page_first", "page_first_direct")
 ANY_LAYOUT_KINDS = frozenset({"mha", "mla", "dsa_indexer", "dsv4_paged", "dsv4_state", "logical_anchor"})
@@ -173,7 +173,7 @@ class ModelGeometry:
     is_mla: bool
     pools: tuple[PoolSpec, ...]
     drawn: bool = False
-    """Composed by :func:`conformance.combinations.pool_combinations` rather than loaded from a
+    """Composed by :func:`conformance.harness.combinations.pool_combinations` rather than loaded from a
     fixture: its repr then spells every pool, since no file holds it."""
 
     def __repr__(self) -> str:

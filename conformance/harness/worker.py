@@ -1,6 +1,6 @@
 """A backend in a child process, for the properties that need real processes.
 
-``python -m conformance.worker '<json>'`` builds the named backend on a storage folder with one
+``python -m conformance.harness.worker '<json>'`` builds the named backend on a storage folder with one
 geometry's pools and stores deterministic pages, round after round. It prints ``writing N`` just
 before each ``batch_set_v2`` and ``round N`` after it, with the seconds the round's sets took. The
 parent kills it, limits it, or runs two at once, then checks what a fresh instance sees. Payloads
@@ -20,12 +20,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from conformance.geometry import ModelGeometry, load_geometry
-from conformance.hostpools import HostPoolDouble
-from conformance.interface import PoolName
-from conformance.registry import resolve_backend
-from conformance.rig import Rig, Target
-from conformance.strategies import render_page
+from conformance.doubles.hostpools import HostPoolDouble
+from conformance.harness.geometry import ModelGeometry, load_geometry
+from conformance.harness.registry import resolve_backend
+from conformance.harness.rig import Rig, Target
+from conformance.harness.strategies import render_page
+from conformance.model.interface import PoolName
 
 NOBODY = 65534
 BARRIER_SECONDS = 120.0
@@ -71,7 +71,7 @@ class Job:
             time.sleep(0.005)
 
     def argv(self) -> list[str]:
-        return [sys.executable, "-m", "conformance.worker", json.dumps(asdict(self))]
+        return [sys.executable, "-m", "conformance.harness.worker", json.dumps(asdict(self))]
 
 
 def payload(pool: HostPoolDouble, seed: int, round_: int, name: PoolName, key: str) -> bytes:

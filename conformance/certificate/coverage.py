@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from conformance.capabilities import Capabilities
+from conformance.model.capabilities import Capabilities
 
 Dimension = Callable[[Capabilities, str], list[str]]
 DIMENSIONS: dict[str, Dimension] = {}
@@ -54,7 +54,7 @@ def _pool_kinds(caps: Capabilities, mode: str) -> list[str]:
 
 @dimension("pool names no geometry builds")
 def _untested_pools(caps: Capabilities, mode: str) -> list[str]:
-    from conformance.geometry import untested_pool_names
+    from conformance.harness.geometry import untested_pool_names
 
     return untested_pool_names() or ["none: every pool name the installed interface knows is drawn"]
 
@@ -66,7 +66,7 @@ def _layouts(caps: Capabilities, mode: str) -> list[str]:
 
 @dimension("config shapes")
 def _shapes(caps: Capabilities, mode: str) -> list[str]:
-    from conformance import strategies
+    from conformance.harness import strategies
 
     sizes = {
         "tp": "TP_SIZES",

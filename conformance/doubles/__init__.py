@@ -1,0 +1,5 @@
+"""Doubles: stand-ins with SGLang's behaviour where the suite needs one without SGLang.
+
+Host pools with SGLang's memory layouts (``hostpools``), and the in-memory model backend
+(``memory_backend``). They import only the model.
+"""

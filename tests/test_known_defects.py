@@ -98,7 +98,7 @@ def test_a_known_defect_runs_without_shrinking_and_the_settings_come_back() -> N
     stateful model) inherit both lose the shrink phase for its call, and nothing else changes."""
     from hypothesis import Phase, given, settings, strategies
 
-    from conformance.plugin import _unshrunk
+    from conformance.plugin.execution import _unshrunk
 
     @settings(max_examples=5)
     @given(strategies.integers())

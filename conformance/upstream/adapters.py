@@ -45,12 +45,9 @@ from conformance.model.interface import (
     PoolTransferResult,
 )
 from conformance.model.sglang import SGLANG_VERSION, sglang
+from conformance.upstream.file_defects import SGLANG_FILE_DEFECTS
 from conformance.upstream.host_pools import build_pool, upstream_of
-from conformance.upstream.known_defects import (
-    SGLANG_FILE_DEFECTS,
-    SGLANG_NIXL_DEFECTS,
-    SGLANG_NIXL_INTERMITTENT,
-)
+from conformance.upstream.nixl_defects import SGLANG_NIXL_DEFECTS, SGLANG_NIXL_INTERMITTENT
 
 STORAGE_DIR_VARIABLES = ("SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR", "SGLANG_HICACHE_NIXL_BACKEND_STORAGE_DIR")
 

@@ -21,8 +21,8 @@ from conformance.model.interface import HiCacheStorageConfig
 from conformance.model.sglang import sglang
 from conformance.servers.services import environment
 from conformance.upstream.adapters import VERSION, UpstreamAdapter, to_sglang_config
+from conformance.upstream.aibrix_defects import SGLANG_AIBRIX_DEFECTS
 from conformance.upstream.host_pools import build_pool, upstream_of
-from conformance.upstream.known_defects import SGLANG_AIBRIX_DEFECTS
 
 MODULE = "sglang.srt.mem_cache.storage.aibrix_kvcache.aibrix_kvcache_storage"
 L1_SETTINGS = {

@@ -39,13 +39,13 @@ from conformance.model.sglang import sglang
 from conformance.servers.services import LOOPBACK
 from conformance.upstream.adapters import VERSION, UpstreamAdapter, to_sglang_config
 from conformance.upstream.host_pools import build_pool
-from conformance.upstream.known_defects import SGLANG_MOONCAKE_DEFECTS, SGLANG_MOONCAKE_INTERMITTENT
 from conformance.upstream.mooncake_cluster import (
     CLIENT_SETTINGS,
     MASTER_ENV,
     mooncake_cluster,
     require_isolation,
 )
+from conformance.upstream.mooncake_defects import SGLANG_MOONCAKE_DEFECTS, SGLANG_MOONCAKE_INTERMITTENT
 
 MODULE = "sglang.srt.mem_cache.storage.mooncake_store.mooncake_store"
 

@@ -31,7 +31,7 @@ from conformance.model.sglang import sglang
 from conformance.servers.s3server import BUCKET_ENV, ENDPOINT_ENV, SERVERS, ensure_endpoint, server
 from conformance.upstream.adapters import VERSION, UpstreamAdapter, to_sglang_config
 from conformance.upstream.host_pools import build_pool
-from conformance.upstream.known_defects import SGLANG_SEAWEEDFS_DEFECTS
+from conformance.upstream.seaweedfs_defects import SGLANG_SEAWEEDFS_DEFECTS
 
 MODULE = "sglang.srt.mem_cache.storage.seaweedfs.seaweedfs_store"
 

@@ -23,7 +23,7 @@ from conformance.model.interface import HiCacheStorageConfig, PoolHitPolicy
 from conformance.model.sglang import sglang
 from conformance.upstream.adapters import VERSION, UpstreamAdapter, to_sglang_config
 from conformance.upstream.host_pools import build_pool, upstream_of
-from conformance.upstream.known_defects import SGLANG_SIM_DEFECTS
+from conformance.upstream.sim_defects import SGLANG_SIM_DEFECTS
 
 SIM_MODULE = "sglang.srt.mem_cache.storage.sim_storage"
 NO_DELAYS = {"sim_write_gbps": 0, "sim_read_gbps": 0, "sim_op_latency_us": 0}

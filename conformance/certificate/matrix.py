@@ -1,6 +1,6 @@
 """The conformance matrix: backends as rows, property families as columns, from certification reports.
 
-``python -m conformance.certificate.matrix cert/*/report.json --markdown docs/matrix.md [--update README.md]``
+``python -m conformance.matrix cert/*/report.json --markdown docs/matrix.md [--update README.md]``
 reads the ``report.json`` of each certification (``--cert-report``) and prints one table, a row
 for each backend, mode and server (the service its store ran on, such as the S3 server: moto or
 Ceph's gateway; ``-`` for none); a document's marked summary (``--update``) gets each row's
@@ -119,7 +119,7 @@ def update(document: Path, text: str) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.certificate.matrix", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m conformance.matrix", description=__doc__)
     parser.add_argument("reports", nargs="+", type=Path, help="report.json files of one run")
     parser.add_argument("--markdown", type=Path, help="write the table to this file")
     parser.add_argument("--update", type=Path, action="append", default=[], help="replace the marked table")
@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         text = table(load(args.reports))
     except MixedRun as exc:
-        print(f"conformance.certificate.matrix: {exc}", file=sys.stderr)
+        print(f"conformance.matrix: {exc}", file=sys.stderr)
         return 2
     if args.markdown:
         args.markdown.write_text(f"# Conformance matrix\n\n{text}\n")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conformance.doubles.hostpools import MHAHostPool
+from conformance.doubles.kv_pools import MHAHostPool
 from conformance.model.interface import HiCacheStorageConfig, PoolName, PoolTransfer
 
 pytest.importorskip("moto", reason="the object-store tests need the obj extra (moto, boto3)")

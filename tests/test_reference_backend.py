@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from conformance.doubles.hostpools import MISALIGNMENT, MHAHostPool, MultiRegionHostPool
+from conformance.doubles.hostpools import MISALIGNMENT
+from conformance.doubles.kv_pools import MHAHostPool
+from conformance.doubles.side_pools import MultiRegionHostPool
 from conformance.model.interface import HiCacheStorageConfig, PoolHitPolicy, PoolName, PoolTransfer
 from conformance.model.oracle import expected_exists_v2
 from reference_backend import staging

@@ -13,14 +13,12 @@ from typing import Any
 import hicache_fixtures
 import torch
 
-from conformance.doubles.hostpools import (
+from conformance.doubles.hostpools import HostPoolDouble
+from conformance.doubles.kv_pools import LogicalAnchorHostPool, MHAHostPool, MLAHostPool
+from conformance.doubles.side_pools import (
     DeepSeekV4PagedHostPool,
     DSAIndexerHostPool,
-    HostPoolDouble,
-    LogicalAnchorHostPool,
     MambaHostPool,
-    MHAHostPool,
-    MLAHostPool,
     MultiRegionHostPool,
 )
 from conformance.model.capabilities import KV_LAYOUTS

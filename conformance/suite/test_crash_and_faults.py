@@ -27,7 +27,8 @@ import torch
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from conformance.doubles.hostpools import MISALIGNMENT, MultiRegionHostPool
+from conformance.doubles.hostpools import MISALIGNMENT
+from conformance.doubles.side_pools import MultiRegionHostPool
 from conformance.harness.geometry import load_geometry
 from conformance.harness.rig import Rig, Target, byte_difference
 from conformance.harness.worker import Job, payload

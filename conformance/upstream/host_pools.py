@@ -21,15 +21,9 @@ from typing import Any
 
 import torch
 
-from conformance.doubles.hostpools import (
-    DeepSeekV4PagedHostPool,
-    DSAIndexerHostPool,
-    HostPoolDouble,
-    LogicalAnchorHostPool,
-    MambaHostPool,
-    MHAHostPool,
-    MLAHostPool,
-)
+from conformance.doubles.hostpools import HostPoolDouble
+from conformance.doubles.kv_pools import LogicalAnchorHostPool, MHAHostPool, MLAHostPool
+from conformance.doubles.side_pools import DeepSeekV4PagedHostPool, DSAIndexerHostPool, MambaHostPool
 from conformance.harness.geometry import PoolSpec, dtype_named
 from conformance.model.sglang import sglang
 

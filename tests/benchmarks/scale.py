@@ -57,7 +57,7 @@ from typing import Any, TextIO, TypeVar
 import numpy as np
 import torch
 
-from conformance.doubles.hostpools import MHAHostPool
+from conformance.doubles.kv_pools import MHAHostPool
 from conformance.model.interface import HiCacheStorageConfig, PoolName, PoolTransfer
 from reference_backend.backend import NixlBackend
 from reference_backend.log import Location

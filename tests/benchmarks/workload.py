@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from conformance.doubles.hostpools import DSAIndexerHostPool, HostPoolDouble, MambaHostPool, MHAHostPool
+from conformance.doubles.hostpools import HostPoolDouble
+from conformance.doubles.kv_pools import MHAHostPool
+from conformance.doubles.side_pools import DSAIndexerHostPool, MambaHostPool
 from conformance.model.interface import HiCacheStorageConfig, PoolName, PoolTransfer
 from reference_backend.backend import NixlBackend
 from reference_backend.descriptors import file_rows

@@ -123,3 +123,15 @@ def test_the_install_ships_every_package_of_the_suite() -> None:
         ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "conformance").rglob("__init__.py")
     }
     assert listed == packages
+
+
+ROLES = r"(?:model|doubles|servers|harness|certificate|upstream|plugin)"
+
+
+@pytest.mark.parametrize(
+    "dotted",
+    sorted(set(re.findall(rf"`({ROLES}(?:\.\w+)+)", (ROOT / "docs" / "architecture.md").read_text()))),
+)
+def test_every_step_the_architecture_page_names_is_real_code(dotted: str) -> None:
+    """The path of one call names code by package (``plugin.options.pytest_configure``): each is there."""
+    resolve(f"conformance.{dotted}")

@@ -1,6 +1,8 @@
 """The plugin's options, and the run they configure: ``--backend`` resolved to a spec, its I/O mode,
 the run's one hypothesis seed and profiles, the backend built once before anything runs, and the
-certificate's collector registered on the process that reports.
+certificate's collector registered on the process that reports; then the run around the session:
+its seed handed to each xdist worker, the certification settings and time limit at the session's
+start, a worker's account handed back at its end, the run's folders removed.
 
 Without ``--backend`` every hook here returns at once: the plugin stays inert.
 """

@@ -22,9 +22,7 @@ if TYPE_CHECKING:
 
 SUITE_DIR = (Path(__file__).parent.parent / "suite").resolve()
 COLLECTOR = "hicache-conformance-collector"
-
 DEFAULT_PROFILE = "hicache-default"
-
 QUICK_PROFILE = "hicache-quick"
 
 
@@ -46,13 +44,9 @@ class Run:
 
 
 RUN_KEY = pytest.StashKey[Run]()
-
 EXAMPLES_KEY = pytest.StashKey[int]()
-
 KNOWN_DEFECT_KEY = pytest.StashKey[bool]()
-
 HOME_KEY = pytest.StashKey[str]()
-
 WATCHDOG_KEY: pytest.StashKey[Watchdog] = pytest.StashKey()
 
 

@@ -11,6 +11,7 @@ from conformance.upstream.shared_defects import (
     HANDOVER_PROPERTIES,
     KEYS_ARE_PATHS,
     MINIMUM_OVER_POOLS,
+    MINIMUM_OVER_POOLS_GEOMETRIES,
     NAMES_COLLIDE,
     SLASH_IS_A_FOLDER,
     TRUNCATED_IS_A_HIT,
@@ -184,13 +185,7 @@ SGLANG_NIXL_DEFECTS: dict[str, str] = {
     "test_every_config_pool_and_key_has_its_own_stored_object[*]": NAMES_COLLIDE,
     **{
         f"test_batch_exists_v2_follows_every_pools_hit_policy[{g}]": MINIMUM_OVER_POOLS
-        for g in (
-            "adversarial",
-            "deepseek_v4",
-            "mimo_v2_swa_mtp",
-            "glm5_next_mla_dsa_kda",
-            "inkling_swa_mamba",
-        )
+        for g in MINIMUM_OVER_POOLS_GEOMETRIES
     },
     **{
         f"test_every_stored_page_of_every_pool_kind_is_found[{g}]@buffered": COMPONENTS_MISCOUNTED

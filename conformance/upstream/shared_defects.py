@@ -44,3 +44,11 @@ MINIMUM_OVER_POOLS = (
     "batch_exists_v2 takes the minimum of the pools' figures, which can be a prefix no pool set "
     "can restore (a TRAILING_PAGES hole just before an ALL_PAGES gap)"
 )
+MINIMUM_OVER_POOLS_GEOMETRIES = (
+    "adversarial",
+    "deepseek_v4",
+    "mimo_v2_swa_mtp",
+    "glm5_next_mla_dsa_kda",  # an ALL_PAGES indexer beside a TRAILING_PAGES KDA state
+    "inkling_swa_mamba",  # two TRAILING_PAGES pools of different windows
+)
+"""Geometries whose gating pools can each restore a prefix the others cannot."""

@@ -5,7 +5,7 @@ Data only: test id -> the defect, in the form :mod:`conformance.upstream.shared_
 
 from __future__ import annotations
 
-from conformance.upstream.shared_defects import MINIMUM_OVER_POOLS
+from conformance.upstream.shared_defects import MINIMUM_OVER_POOLS, MINIMUM_OVER_POOLS_GEOMETRIES
 
 SIM_TAKES_ANY_INPUT = (
     "Sim records the keys and never reads the indices: any index tensor, any hashable key and "
@@ -24,16 +24,7 @@ SGLANG_SIM_DEFECTS: dict[str, str] = {
         "policies get an answer"
     ),
     **dict.fromkeys(
-        [
-            f"test_batch_exists_v2_follows_every_pools_hit_policy[{g}]"
-            for g in (
-                "adversarial",
-                "deepseek_v4",
-                "mimo_v2_swa_mtp",
-                "glm5_next_mla_dsa_kda",
-                "inkling_swa_mamba",
-            )
-        ],
+        [f"test_batch_exists_v2_follows_every_pools_hit_policy[{g}]" for g in MINIMUM_OVER_POOLS_GEOMETRIES],
         MINIMUM_OVER_POOLS,
     ),
     **dict.fromkeys(

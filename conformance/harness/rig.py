@@ -8,7 +8,6 @@ a storage location, which is how the suite models a restart or a second TP rank.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -21,6 +20,7 @@ import torch
 from conformance.doubles.hostpools import HostPoolDouble
 from conformance.harness.caller import ControllerCalls, PoolSlots
 from conformance.harness.geometry import ModelGeometry, PoolSpec
+from conformance.harness.reaper import REAPER
 from conformance.model.capabilities import BackendSpec, Capabilities
 from conformance.model.interface import HiCacheStorageConfig, PoolName, PoolTransfer, page_span, slot_count
 from conformance.model.sharing import Shape
@@ -57,12 +57,12 @@ class Target:
 
     @contextlib.contextmanager
     def storage(self) -> Iterator[Path]:
-        """A fresh, empty storage location, removed afterwards."""
+        """A fresh, empty storage location, removed afterwards (by the reaper, off this thread)."""
         path = Path(tempfile.mkdtemp(prefix="store-", dir=self.root))
         try:
             yield path
         finally:
-            shutil.rmtree(path, ignore_errors=True)
+            REAPER.discard(path)
 
     def build_pool(
         self, spec: PoolSpec, *, layout: str, misalign: int = 0, page_num: int = 8, dcp_size: int = 1

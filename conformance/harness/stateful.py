@@ -25,7 +25,6 @@ rules and invariants of a backend's own::
 from __future__ import annotations
 
 import functools
-import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,6 +35,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from conformance.harness.geometry import ModelGeometry, PoolSpec, load_geometry
+from conformance.harness.reaper import REAPER
 from conformance.harness.rig import Rig, Target
 from conformance.harness.strategies import rank_sets, render_page
 from conformance.model.capabilities import Capabilities
@@ -358,4 +358,4 @@ class HiCacheStoreMachine(RuleBasedStateMachine):
     def teardown(self) -> None:
         for rig in self.rigs.values():
             rig.close()
-        shutil.rmtree(self.storage, ignore_errors=True)
+        REAPER.discard(self.storage)

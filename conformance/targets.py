@@ -10,9 +10,9 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from conformance.capabilities import SIDE_POOLS, BackendSpec, Capabilities
-from conformance.interface import HiCacheStorageConfig, PoolHitPolicy
-from conformance.s3server import (
+from conformance.model.capabilities import SIDE_POOLS, BackendSpec, Capabilities
+from conformance.model.interface import HiCacheStorageConfig, PoolHitPolicy
+from conformance.servers.s3server import (
     BUCKET_ENV,
     DEFAULT_BUCKET,
     DEFAULTS,
@@ -34,7 +34,7 @@ def nixl_factory(config: HiCacheStorageConfig, storage_dir: Path) -> NixlBackend
 
 def nixl_obj_factory(config: HiCacheStorageConfig, storage_dir: Path) -> NixlObjBackend:
     """The object-store target: endpoint, bucket and credentials from the environment (see
-    :mod:`conformance.s3server`), unless the config names its own."""
+    :mod:`conformance.servers.s3server`), unless the config names its own."""
     extra = dict(config.extra_config or {})
     if "plugin" not in extra and "endpoint_override" not in extra:
         extra.setdefault("bucket", os.environ.get(BUCKET_ENV, DEFAULT_BUCKET))

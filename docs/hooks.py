@@ -15,7 +15,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's own packages
 
-from conformance.contract import capability_table, property_reference
+from conformance.model.contract import capability_table, property_reference
 
 GENERATORS: dict[str, Callable[[], str]] = {
     "capability-table": capability_table,

@@ -5,7 +5,7 @@
   against SGLang can be handed to the suite unchanged, and ours reads SGLang's own objects by value.
 - What a valid batch request is (:func:`page_starts`): a malformed one is refused whole, before any I/O.
 - Which ranks share a stored entry (:func:`rank_replicated`, :func:`shard`): SGLang's sharing rule,
-  stated once; :mod:`conformance.sharing` builds the suite's deployment shapes on it and says
+  stated once; :mod:`conformance.model.sharing` builds the suite's deployment shapes on it and says
   where upstream states it.
 - Page-aligned host memory (:func:`aligned_empty`), which O_DIRECT transfers need.
 
@@ -57,7 +57,7 @@ class PoolName(str, Enum):
 
 
 class PoolHitPolicy(str, Enum):
-    """How a side pool shrinks the KV hit in ``batch_exists_v2`` (see :mod:`conformance.oracle`)."""
+    """How a side pool shrinks the KV hit in ``batch_exists_v2`` (see :mod:`conformance.model.oracle`)."""
 
     ALL_PAGES = "all_pages"
     TRAILING_PAGES = "trailing_pages"

@@ -10,7 +10,7 @@
 
 import contextlib
 
-from conformance.upstream.loader import UpstreamUnavailable, sglang
+from conformance.model.sglang import UpstreamUnavailable, sglang
 from reference_backend import agents
 
 agents.nixl_api()

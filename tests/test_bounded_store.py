@@ -1,6 +1,6 @@
 """The reference backend's bounded store, from inside: exact peaks, and evictions that last.
 
-The conformance suite samples a folder's bytes from outside (``conformance.folder_peak``): an
+The conformance suite samples a folder's bytes from outside (``conformance.servers.folder_peak``): an
 overshoot shorter than a few of its walks it sees only by luck. Here every step that grows a file
 (presizing an extent, a seal) is followed by a count of the tenant's bytes, so the peak is exact,
 and hypothesis drives eviction through every path: tombstones, compaction moving live records,

@@ -1,4 +1,4 @@
-"""``conformance.caller``: index tensors reach a backend as the controller slices them, and a call
+"""``conformance.harness.caller``: index tensors reach a backend as the controller slices them, and a call
 that changes anything it was handed fails, naming it."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import torch
 
-from conformance.caller import ControllerCalls, HandedOver, PoolSlots
-from conformance.interface import HiCacheStorageExtraInfo, PoolName, PoolTransfer
+from conformance.harness.caller import ControllerCalls, HandedOver, PoolSlots
+from conformance.model.interface import HiCacheStorageExtraInfo, PoolName, PoolTransfer
 
 POOLS = {"kv": PoolSlots(span=4, slots=64), "indexer": PoolSlots(span=4, slots=64), "mamba": PoolSlots(1, 8)}
 

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from conformance.report import CERTIFYING_EXAMPLES, CertReport, PropertyResult
-from conformance.services import LOOPBACK, free_port, kill_all, running
-from conformance.watchdog import EXIT_OVERRUN
+from conformance.certificate.report import CERTIFYING_EXAMPLES, CertReport, PropertyResult
+from conformance.harness.watchdog import EXIT_OVERRUN
+from conformance.servers.services import LOOPBACK, free_port, kill_all, running
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,7 +85,7 @@ def test_a_keyword_selection_is_a_partial_run_that_lists_what_did_not_run(pytest
 def test_every_way_of_narrowing_the_run_is_a_partial_run(
     pytester: pytest.Pytester, narrowing: list[str]
 ) -> None:
-    from conformance.plugin import SUITE_DIR
+    from conformance.plugin.run import SUITE_DIR
 
     args = [a.format(suite=SUITE_DIR) for a in narrowing]
     _, report = _run(pytester, "memory", *args, "-k", "bad_input")

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
-from conformance.memory_backend import SPEC as MEMORY
-from conformance.rig import Target
+from conformance.doubles.memory_backend import SPEC as MEMORY
+from conformance.harness.rig import Target
 from conformance.suite._common import kv_layouts
 
 

@@ -14,8 +14,8 @@ from types import ModuleType
 
 import pytest
 
-from conformance.capabilities import capability_docs
-from conformance.contract import SUITE_DIR
+from conformance.model.capabilities import capability_docs
+from conformance.model.contract import SUITE_DIR
 from reference_backend import config
 
 ROOT = Path(__file__).resolve().parents[1]

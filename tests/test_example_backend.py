@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.registry import resolve_backend
+from conformance.harness.registry import resolve_backend
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = "examples.dict_backend:SPEC"

@@ -8,7 +8,7 @@ import time
 import uuid
 from pathlib import Path
 
-from conformance.folder_peak import FolderPeak, stored_bytes
+from conformance.servers.folder_peak import FolderPeak, stored_bytes
 
 CHUNK = 16 << 10
 FILES = 8

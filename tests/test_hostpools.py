@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conformance.geometry import all_geometries
-from conformance.hostpools import MISALIGNMENT, MambaHostPool, MHAHostPool, aligned_empty
+from conformance.doubles.hostpools import MISALIGNMENT, aligned_empty
+from conformance.doubles.kv_pools import MHAHostPool
+from conformance.doubles.side_pools import MambaHostPool
+from conformance.harness.geometry import all_geometries
 
 CASES = [
     (g.family, spec, layout, misalign)

@@ -62,7 +62,7 @@ def test_patterns_other_than_a_trailing_parameter_wildcard_match_nothing(pyteste
 
 
 def test_only_keys_that_can_never_apply_are_reported_as_unmatched() -> None:
-    from conformance.memory_backend import SPEC
+    from conformance.doubles.memory_backend import SPEC
 
     ids = ["test_a[x-1]", "test_b"]
     spec = replace(SPEC, known_defects={"test_a[*]": "", "test_b": "", "test_b@nomode": "", "test_c[*]": ""})
@@ -70,7 +70,7 @@ def test_only_keys_that_can_never_apply_are_reported_as_unmatched() -> None:
 
 
 def test_a_defect_keyed_to_a_server_holds_on_that_server_only() -> None:
-    from conformance.memory_backend import SPEC
+    from conformance.doubles.memory_backend import SPEC
 
     spec = replace(SPEC, known_defects={"test_a[NUL]@moto": "moto stores it"}, servers=("moto", "rgw"))
     assert spec.known_defect("test_a[NUL]", "default", "moto") == ("moto stores it", True)
@@ -98,7 +98,7 @@ def test_a_known_defect_runs_without_shrinking_and_the_settings_come_back() -> N
     stateful model) inherit both lose the shrink phase for its call, and nothing else changes."""
     from hypothesis import Phase, given, settings, strategies
 
-    from conformance.plugin import _unshrunk
+    from conformance.plugin.execution import _unshrunk
 
     @settings(max_examples=5)
     @given(strategies.integers())

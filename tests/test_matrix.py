@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from conformance.matrix import BEGIN, END, SUMMARY_BEGIN, SUMMARY_END, MixedRun, load, main, table
+from conformance.certificate.matrix import BEGIN, END, SUMMARY_BEGIN, SUMMARY_END, MixedRun, load, main, table
 
 
 def _report(backend: str, outcomes: dict[str, str], seed: int = 0, digest: str = "d") -> dict[str, Any]:

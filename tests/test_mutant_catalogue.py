@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conformance.registry import resolve_backend
+from conformance.harness.registry import resolve_backend
 from reference_backend.backend import NixlBackend
 from tests.mutants import catalogue
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.interface import HiCacheStorageConfig, PoolName
+from conformance.model.interface import HiCacheStorageConfig, PoolName
 from reference_backend.naming import entry_digest, scope_for, spell
 
 texts = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40)

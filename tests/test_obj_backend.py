@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from conformance.hostpools import MHAHostPool
-from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
+from conformance.doubles.kv_pools import MHAHostPool
+from conformance.model.interface import HiCacheStorageConfig, PoolName, PoolTransfer
 
 pytest.importorskip("moto", reason="the object-store tests need the obj extra (moto, boto3)")
 
-from conformance.s3server import ENDPOINT_ENV, ensure_endpoint, moto_server
+from conformance.servers.s3server import ENDPOINT_ENV, ensure_endpoint, moto_server
 from conformance.targets import nixl_obj_factory
 from reference_backend.obj import NixlObjBackend, ObjConfig
 from tests.test_reference_backend import PAGES, indices, kv_pool

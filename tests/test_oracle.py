@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.interface import PoolHitPolicy, PoolName, PoolTransfer, PoolTransferResult
-from conformance.oracle import (
+from conformance.model.interface import PoolHitPolicy, PoolName, PoolTransfer, PoolTransferResult
+from conformance.model.oracle import (
     ExpectedExists,
     check_exists_result,
     expected_exists_v2,

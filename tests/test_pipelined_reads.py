@@ -15,8 +15,9 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.hostpools import MHAHostPool, MultiRegionHostPool
-from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
+from conformance.doubles.kv_pools import MHAHostPool
+from conformance.doubles.side_pools import MultiRegionHostPool
+from conformance.model.interface import HiCacheStorageConfig, PoolName, PoolTransfer
 from reference_backend.backend import BUFFERED_SHARES, DIRECT_SHARES, NixlBackend
 from reference_backend.transfer import cut
 

@@ -8,7 +8,7 @@ import inspect
 
 import pytest
 
-from conformance.plugin import SUITE_DIR
+from conformance.plugin.run import SUITE_DIR
 
 MODULES = sorted(p.stem for p in SUITE_DIR.glob("test_*.py"))
 

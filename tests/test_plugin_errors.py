@@ -7,9 +7,9 @@ import pytest
 GOOD_CLAIMS = "Capabilities(hit_policies=frozenset({PoolHitPolicy.ALL_PAGES}))"
 
 BACKEND = """
-from conformance.capabilities import BackendSpec, Capabilities
-from conformance.interface import PoolHitPolicy
-from conformance.memory_backend import MemoryBackend
+from conformance.model.capabilities import BackendSpec, Capabilities
+from conformance.model.interface import PoolHitPolicy
+from conformance.doubles.memory_backend import MemoryBackend
 
 {body}
 """

@@ -7,7 +7,7 @@ import pytest
 MARKED_BACKEND = """
 from dataclasses import replace
 
-from conformance.capabilities import BackendSpec
+from conformance.model.capabilities import BackendSpec
 from conformance.targets import NIXL_CAPABILITIES
 from reference_backend.backend import NixlBackend
 

@@ -21,7 +21,7 @@ import warnings
 import pytest
 from hypothesis import given, settings, strategies as st
 
-HEAVY_AT_COLLECTION = sorted(m for m in ("torch", "conformance.rig", "nixl") if m in sys.modules)
+HEAVY_AT_COLLECTION = sorted(m for m in ("torch", "conformance.harness.rig", "nixl") if m in sys.modules)
 RUNS = []
 
 

@@ -6,7 +6,7 @@ The lines of whole runs, with and without xdist, are checked in tests/test_cert_
 
 from __future__ import annotations
 
-from conformance.progress import Progress
+from conformance.certificate.progress import Progress
 
 
 def _progress(lines: list[str], now: list[float]) -> Progress:
@@ -52,7 +52,7 @@ def test_a_property_whose_worker_died_is_done_and_failed() -> None:
 
 
 def test_an_xdist_controller_knows_suite_properties_by_node_id_alone(tmp_path) -> None:
-    from conformance.plugin import SUITE_DIR, suite_id_of
+    from conformance.plugin.run import SUITE_DIR, suite_id_of
 
     (tmp_path / "test_bad_input.py").write_text("")  # the user's own file of a suite module's name
     inside = SUITE_DIR.relative_to(SUITE_DIR.parents[1])  # conformance/suite, under the repository

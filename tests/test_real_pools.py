@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 import torch
 
-from conformance import geometry as geometry_module
-from conformance.capabilities import Capabilities
-from conformance.coverage import coverage
-from conformance.geometry import PoolSpec, all_geometries, covered_pool_names, untested_pool_names
-from conformance.hostpools import MISALIGNMENT, HostPoolDouble
-from conformance.interface import PoolName
-from conformance.upstream.loader import UpstreamUnavailable, sglang
+from conformance.certificate.coverage import coverage
+from conformance.doubles.hostpools import MISALIGNMENT, HostPoolDouble
+from conformance.harness import geometry as geometry_module
+from conformance.harness.geometry import PoolSpec, all_geometries, covered_pool_names, untested_pool_names
+from conformance.model.capabilities import Capabilities
+from conformance.model.interface import PoolName
+from conformance.model.sglang import UpstreamUnavailable, sglang
 
 try:
     sglang()
@@ -195,7 +195,7 @@ def test_every_pool_name_is_covered_or_listed_as_untested() -> None:
 
 @needs_upstream
 def test_our_pool_names_mirror_the_installed_sglang() -> None:
-    """conformance.interface.PoolName carries exactly SGLang's names and values."""
+    """conformance.model.interface.PoolName carries exactly SGLang's names and values."""
     theirs = {n.name: n.value for n in sglang().PoolName}
     ours = {n.name: n.value for n in PoolName}
     assert ours == theirs, (

@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from conformance.hostpools import MISALIGNMENT, MHAHostPool, MultiRegionHostPool
-from conformance.interface import HiCacheStorageConfig, PoolHitPolicy, PoolName, PoolTransfer
-from conformance.oracle import expected_exists_v2
+from conformance.doubles.hostpools import MISALIGNMENT
+from conformance.doubles.kv_pools import MHAHostPool
+from conformance.doubles.side_pools import MultiRegionHostPool
+from conformance.model.interface import HiCacheStorageConfig, PoolHitPolicy, PoolName, PoolTransfer
+from conformance.model.oracle import expected_exists_v2
 from reference_backend import staging
 from reference_backend.backend import NixlBackend
 from reference_backend.config import DIRECT_IO_ENV, BackendConfig, direct_io_refusal
@@ -513,7 +515,7 @@ def test_a_max_size_that_is_not_a_size_is_refused(typo) -> None:
 def test_a_prefix_read_keeps_its_head_under_the_chain_policy_alone(tmp_path: Path, policy, victim) -> None:
     """Chains a, b and c, each in a segment of its own; c is then read naming a as its prefix.
     The chain policy counts a as used with c, so b's segment goes first; lru and fifo take a's."""
-    from conformance.interface import HiCacheStorageExtraInfo
+    from conformance.model.interface import HiCacheStorageExtraInfo
 
     pool = kv_pool()
     backend = NixlBackend(config(max_size="1Mi", eviction_policy=policy, pin_seconds=0), tmp_path)

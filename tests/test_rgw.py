@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from conformance import rgw
-from conformance.interface import HiCacheStorageConfig
-from conformance.s3server import ENDPOINT_ENV, SERVER_ENV, ensure_endpoint, server
-from conformance.services import environment
+from conformance.model.interface import HiCacheStorageConfig
+from conformance.servers import rgw
+from conformance.servers.s3server import ENDPOINT_ENV, SERVER_ENV, ensure_endpoint, server
+from conformance.servers.services import environment
 from conformance.targets import nixl_obj_factory
 from tests.test_reference_backend import indices, kv_pool
 

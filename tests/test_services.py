@@ -19,7 +19,7 @@ SERVER = (
 )
 RUN = f"""
 import sys, time
-from conformance.services import free_port, running
+from conformance.servers.services import free_port, running
 port = free_port()
 with running([sys.executable, "-c", {SERVER!r}, str(port)], port, what="a test server") as pid:
     print(pid, flush=True)

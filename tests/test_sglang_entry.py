@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 import torch
 
-from conformance.geometry import load_geometry
-from conformance.rig import byte_difference
-from conformance.strategies import render_page
+from conformance.harness.geometry import load_geometry
+from conformance.harness.rig import byte_difference
+from conformance.harness.strategies import render_page
+from conformance.model.sglang import UpstreamUnavailable, sglang
 from conformance.upstream.host_pools import build_pool, upstream_of
-from conformance.upstream.loader import UpstreamUnavailable, sglang
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,7 @@ def test_sglangs_dynamic_loader_builds_a_backend_that_round_trips_its_own_pools(
 def test_sglangs_dynamic_loader_builds_the_object_store_target(sg: Any, tmp_path: Path) -> None:
     """The same path for the S3 target, configured as an SGLang user writes it."""
     pytest.importorskip("moto", reason="needs the obj extra (moto, boto3)")
-    from conformance.s3server import ensure_endpoint
+    from conformance.servers.s3server import ensure_endpoint
 
     factory = importlib.import_module("sglang.srt.mem_cache.storage.backend_factory").StorageBackendFactory
     with ensure_endpoint():

@@ -1,6 +1,6 @@
-"""SGLang's sharing rule as ``conformance.sharing`` states it, against worked examples from SGLang.
+"""SGLang's sharing rule as ``conformance.model.sharing`` states it, against worked examples from SGLang.
 
-The hand-written cases come from SGLang 0.5.23's code (file names in ``conformance.sharing``);
+The hand-written cases come from SGLang 0.5.23's code (file names in ``conformance.model.sharing``);
 the last tests hold the statement against SGLang's own ``HiCacheStorageConfig`` and ``HiCacheFile``
 suffixes where SGLang is importable.
 """
@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.geometry import all_geometries, stated_sharing
-from conformance.interface import HiCacheStorageConfig, PoolName
-from conformance.sharing import Shape, entry_identity, fit, is_storage_writer, writer_of
-from conformance.strategies import rank_sets, shapes
-from conformance.upstream.loader import UpstreamUnavailable, sglang
+from conformance.harness.geometry import all_geometries, stated_sharing
+from conformance.harness.strategies import rank_sets, shapes
+from conformance.model.interface import HiCacheStorageConfig, PoolName
+from conformance.model.sglang import UpstreamUnavailable, sglang
+from conformance.model.sharing import Shape, entry_identity, fit, is_storage_writer, writer_of
 
 
 def config(shape: Shape, *, mla: bool = False, model: str = "m") -> HiCacheStorageConfig:
@@ -57,7 +57,7 @@ def test_mla_state_is_shared_by_the_tp_ranks_of_a_stage_but_mamba_state_is_not()
 @pytest.mark.parametrize("geometry", all_geometries(), ids=lambda g: g.family)
 def test_every_fixture_states_the_tp_sharing_the_rule_gives_each_of_its_pools(geometry: Any) -> None:
     """Each fixture says, pool by pool, what SGLang's code does (``"tp"``: replicated or sharded);
-    the rule stated once in ``conformance.sharing`` gives each pool of the model the same answer,
+    the rule stated once in ``conformance.model.sharing`` gives each pool of the model the same answer,
     at every TP rank of a 4-way deployment: a replicated pool is one entry for all four ranks,
     written by rank 0 alone; a sharded pool is four entries, each rank writing its own."""
     stated = stated_sharing(geometry.family)

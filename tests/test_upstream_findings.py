@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.upstream.loader import UpstreamUnavailable, sglang
+from conformance.model.sglang import UpstreamUnavailable, sglang
 
 FINDINGS = Path(__file__).resolve().parent.parent / "docs" / "upstream-findings.md"
 BLOCK = re.compile(r"^( *)```python\n(.*?)^\1```", re.MULTILINE | re.DOTALL)

@@ -101,9 +101,9 @@ def test_the_refusal_says_how_to_run() -> None:
 def test_the_swa_pool_is_drawn_only_in_the_shapes_sglang_hands_mooncake(tmp_path: Path) -> None:
     """Mooncake keys an MHA model's SWA pool as K and V halves: the adversarial geometry's generic
     multi-region ``swa`` (no SGLang class) is not drawn for it, MiMo-V2's MHA SWA pool is."""
-    from conformance.geometry import load_geometry
-    from conformance.interface import PoolName
-    from conformance.rig import Target
+    from conformance.harness.geometry import load_geometry
+    from conformance.harness.rig import Target
+    from conformance.model.interface import PoolName
     from conformance.upstream.mooncake import SGLANG_MOONCAKE
 
     target = Target(SGLANG_MOONCAKE, "tcp", tmp_path)

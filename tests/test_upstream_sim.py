@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from conformance.geometry import load_geometry
-from conformance.hostpools import HostPoolDouble
-from conformance.interface import PoolName
-from conformance.memory_backend import SPEC as MEMORY
-from conformance.rig import Rig, Target
-from conformance.upstream.loader import UpstreamUnavailable, sglang
+from conformance.doubles.hostpools import HostPoolDouble
+from conformance.doubles.memory_backend import SPEC as MEMORY
+from conformance.harness.geometry import load_geometry
+from conformance.harness.rig import Rig, Target
+from conformance.model.interface import PoolName
+from conformance.model.sglang import UpstreamUnavailable, sglang
 
 
 def _target(tmp_path: Path, **claims: Any) -> Target:

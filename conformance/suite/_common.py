@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from conformance.capabilities import KV_LAYOUTS
-from conformance.geometry import ModelGeometry, all_geometries
-from conformance.hostpools import MISALIGNMENT
-from conformance.interface import PoolName
-from conformance.rig import Rig, Target
-from conformance.sharing import Shape, fit
-from conformance.sharing import entry_identity as entry_identity  # re-exported for the properties
-from conformance.sharing import is_storage_writer as is_storage_writer
-from conformance.strategies import render_page
+from conformance.doubles.hostpools import MISALIGNMENT
+from conformance.harness.geometry import ModelGeometry, all_geometries
+from conformance.harness.rig import Rig, Target
+from conformance.harness.strategies import render_page
+from conformance.model.capabilities import KV_LAYOUTS
+from conformance.model.interface import PoolName
+from conformance.model.sharing import Shape, fit
+from conformance.model.sharing import entry_identity as entry_identity  # re-exported for the properties
+from conformance.model.sharing import is_storage_writer as is_storage_writer
 
 GEOMETRIES: list[ModelGeometry] = all_geometries()
 HYBRID = [g for g in GEOMETRIES if g.side_pools]

@@ -12,11 +12,13 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.geometry import ModelGeometry, load_geometry
-from conformance.hostpools import MISALIGNMENT, HostPoolDouble, MHAHostPool, MultiRegionHostPool
-from conformance.interface import PoolName
-from conformance.rig import Rig, Target
-from conformance.strategies import payload_seeds, render_page
+from conformance.doubles.hostpools import MISALIGNMENT, HostPoolDouble
+from conformance.doubles.kv_pools import MHAHostPool
+from conformance.doubles.side_pools import MultiRegionHostPool
+from conformance.harness.geometry import ModelGeometry, load_geometry
+from conformance.harness.rig import Rig, Target
+from conformance.harness.strategies import payload_seeds, render_page
+from conformance.model.interface import PoolName
 
 PAGES = 6
 STRIDES = {

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import torch
 
-from conformance.geometry import load_geometry
-from conformance.interface import PoolName, PoolTransfer
-from conformance.rig import Rig, Target
+from conformance.harness.geometry import load_geometry
+from conformance.harness.rig import Rig, Target
+from conformance.model.interface import PoolName, PoolTransfer
 
 FAMILY = "qwen3_next_hybrid"
 PAGES = 4

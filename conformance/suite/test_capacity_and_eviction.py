@@ -23,15 +23,15 @@ import pytest
 from hypothesis import given, note, settings
 from hypothesis import strategies as st
 
-from conformance.folder_peak import FolderPeak, held_at_once
-from conformance.geometry import load_geometry
-from conformance.interface import PoolName
-from conformance.leases import lease_time
-from conformance.oracle import check_exists_result, expected_exists_v2
-from conformance.rig import Rig, Target, byte_difference
-from conformance.sharing import Shape
-from conformance.strategies import payload_seeds, render_page
-from conformance.worker import Job
+from conformance.harness.geometry import load_geometry
+from conformance.harness.leases import lease_time
+from conformance.harness.rig import Rig, Target, byte_difference
+from conformance.harness.strategies import payload_seeds, render_page
+from conformance.harness.worker import Job
+from conformance.model.interface import PoolName
+from conformance.model.oracle import check_exists_result, expected_exists_v2
+from conformance.model.sharing import Shape
+from conformance.servers.folder_peak import FolderPeak, held_at_once
 
 FAMILY = "qwen3_next_hybrid"
 """KV pages with Mamba state beside them: a hybrid prefix, whose entries must go whole."""

@@ -12,10 +12,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from conformance.geometry import load_geometry
-from conformance.interface import PoolName
-from conformance.rig import Rig, Target, byte_difference
-from conformance.worker import Job, payload
+from conformance.harness.geometry import load_geometry
+from conformance.harness.rig import Rig, Target, byte_difference
+from conformance.harness.worker import Job, payload
+from conformance.model.interface import PoolName
 
 FAMILY = "qwen3_next_hybrid"
 THREADS = 4

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from conformance.geometry import load_geometry
-from conformance.hostpools import MISALIGNMENT
-from conformance.interface import HiCacheStorageConfig
-from conformance.rig import Rig, Target
-from conformance.strategies import render_page
+from conformance.doubles.hostpools import MISALIGNMENT
+from conformance.harness.geometry import load_geometry
+from conformance.harness.rig import Rig, Target
+from conformance.harness.strategies import render_page
+from conformance.model.interface import HiCacheStorageConfig
 
 GEOMETRY = "adversarial"
 """Side pages of 704 B and 4096+512 B: O_DIRECT changes what happens to them."""

@@ -4,7 +4,7 @@ SGLang's cache controller cuts a prefetch or a backup into batches by slicing on
 for the whole operation, hands the KV-derived pools (the DSA indexer) KV's very slice, and keeps
 using the slots, the keys, ``prefix_keys`` and its transfers after each call; once a backup or a
 prefetch returns, its host pages are the controller's again, to keep or to give to other data.
-Every call of every property goes through :class:`conformance.caller.ControllerCalls`, which hands
+Every call of every property goes through :class:`conformance.harness.caller.ControllerCalls`, which hands
 index tensors as views at a storage offset and fails a call that changes anything it was handed;
 the properties here make each kind of call the way the controller makes it, and overwrite host
 pages the moment a store or a load returns.
@@ -21,10 +21,10 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from conformance.geometry import ModelGeometry
-from conformance.interface import HiCacheStorageExtraInfo, PoolName, PoolTransfer, page_span, slot_count
-from conformance.rig import Rig, Target
-from conformance.strategies import payload_seeds, render_page
+from conformance.harness.geometry import ModelGeometry
+from conformance.harness.rig import Rig, Target
+from conformance.harness.strategies import payload_seeds, render_page
+from conformance.model.interface import HiCacheStorageExtraInfo, PoolName, PoolTransfer, page_span, slot_count
 from conformance.suite._common import GEOMETRIES, ids, kv_layouts, misaligns, store_everything
 
 PAGES = 8
@@ -127,7 +127,7 @@ def test_a_call_leaves_the_keys_indices_and_prefix_keys_it_was_handed_as_they_we
     """No call changes a key, a slot (in or around its view), a prefix key or a transfer it was handed.
 
     A backup, both exists calls over the span from each batch on, and a prefetch, each with the
-    prefix keys the controller passes; the rig's :class:`~conformance.caller.ControllerCalls`
+    prefix keys the controller passes; the rig's :class:`~conformance.harness.caller.ControllerCalls`
     fails the call that changes anything.
     """
     keys = [f"handed-{i}" for i in range(count)]

@@ -27,11 +27,12 @@ import torch
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from conformance.geometry import load_geometry
-from conformance.hostpools import MISALIGNMENT, MultiRegionHostPool
-from conformance.interface import PoolName
-from conformance.rig import Rig, Target, byte_difference
-from conformance.worker import Job, payload
+from conformance.doubles.hostpools import MISALIGNMENT
+from conformance.doubles.side_pools import MultiRegionHostPool
+from conformance.harness.geometry import load_geometry
+from conformance.harness.rig import Rig, Target, byte_difference
+from conformance.harness.worker import Job, payload
+from conformance.model.interface import PoolName
 
 KILL_FAMILY = "nemotron_h_mamba2"
 LIMIT_FAMILY = "adversarial"

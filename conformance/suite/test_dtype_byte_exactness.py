@@ -10,10 +10,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from conformance.geometry import ModelGeometry
-from conformance.interface import PoolName
-from conformance.rig import Rig, Target
-from conformance.strategies import pattern_strides, payload_seeds, render_page
+from conformance.harness.geometry import ModelGeometry
+from conformance.harness.rig import Rig, Target
+from conformance.harness.strategies import pattern_strides, payload_seeds, render_page
+from conformance.model.interface import PoolName
 from conformance.suite._common import GEOMETRIES, HYBRID, ids, kv_layouts, misaligns, page_lists
 
 PAGES = 8

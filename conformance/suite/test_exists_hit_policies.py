@@ -1,6 +1,6 @@
 """``batch_exists`` and ``batch_exists_v2`` answer exactly what the documented semantics say.
 
-The answers are checked against :mod:`conformance.oracle`, a direct statement of the interface's
+The answers are checked against :mod:`conformance.model.oracle`, a direct statement of the interface's
 docstrings, over random presence patterns in every pool.
 """
 
@@ -13,10 +13,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from conformance.geometry import ModelGeometry, load_geometry
-from conformance.interface import PoolHitPolicy, PoolName, PoolTransfer
-from conformance.oracle import check_exists_result, expected_exists_v2, leading_run
-from conformance.rig import Rig, Target
+from conformance.harness.geometry import ModelGeometry, load_geometry
+from conformance.harness.rig import Rig, Target
+from conformance.model.interface import PoolHitPolicy, PoolName, PoolTransfer
+from conformance.model.oracle import check_exists_result, expected_exists_v2, leading_run
 from conformance.suite._common import GEOMETRIES, HYBRID, ids
 
 PAGES = 8

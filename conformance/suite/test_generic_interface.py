@@ -17,12 +17,18 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from conformance.geometry import ModelGeometry, load_geometry
-from conformance.interface import PoolName
-from conformance.oracle import leading_run
-from conformance.rig import Rig, Target
-from conformance.sharing import Shape
-from conformance.strategies import adversarial_keys, pattern_strides, payload_seeds, rank_sets, render_page
+from conformance.harness.geometry import ModelGeometry, load_geometry
+from conformance.harness.rig import Rig, Target
+from conformance.harness.strategies import (
+    adversarial_keys,
+    pattern_strides,
+    payload_seeds,
+    rank_sets,
+    render_page,
+)
+from conformance.model.interface import PoolName
+from conformance.model.oracle import leading_run
+from conformance.model.sharing import Shape
 from conformance.suite._common import (
     GEOMETRIES,
     entry_identity,

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from conformance.geometry import ModelGeometry
-from conformance.interface import PoolHitPolicy, PoolName
-from conformance.oracle import check_exists_result, expected_exists_v2, leading_run
-from conformance.rig import Rig, Target
-from conformance.strategies import payload_seeds, render_page
+from conformance.harness.geometry import ModelGeometry
+from conformance.harness.rig import Rig, Target
+from conformance.harness.strategies import payload_seeds, render_page
+from conformance.model.interface import PoolHitPolicy, PoolName
+from conformance.model.oracle import check_exists_result, expected_exists_v2, leading_run
 from conformance.suite._common import HYBRID, ids
 
 CONTROLLER_CHUNK = 128

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from conformance.geometry import ModelGeometry, load_geometry
-from conformance.interface import PoolName
-from conformance.rig import Rig, Target
-from conformance.strategies import payload_seeds, render_page
-from conformance.worker import Job, payload
+from conformance.harness.geometry import ModelGeometry, load_geometry
+from conformance.harness.rig import Rig, Target
+from conformance.harness.strategies import payload_seeds, render_page
+from conformance.harness.worker import Job, payload
+from conformance.model.interface import PoolName
 
 FAMILY = "adversarial"
 PAGES = 3

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 
-from conformance.geometry import ModelGeometry
-from conformance.interface import PoolName
-from conformance.rig import Rig, Target
-from conformance.strategies import payload_seeds, render_page
+from conformance.harness.geometry import ModelGeometry
+from conformance.harness.rig import Rig, Target
+from conformance.harness.strategies import payload_seeds, render_page
+from conformance.model.interface import PoolName
 from conformance.suite._common import HYBRID, ids
 
 PAGES = 4

@@ -3,7 +3,7 @@
 A hybrid model stores several pools under one page's key, and each pool has rules of its own:
 MLA KV is replicated across TP ranks while the recurrent state beside it is sharded per rank
 (Kimi-Linear in SGLang 0.5.23); a key can be present in one pool and absent, removed or damaged
-in another. The geometries here are drawn compositionally (:mod:`conformance.combinations`: any
+in another. The geometries here are drawn compositionally (:mod:`conformance.harness.combinations`: any
 KV kind beside any set of side pools), with the combinations SGLang builds given as examples, so a
 rule keyed to the KV kind, or a result keyed to the key alone, fails whatever the fixtures hold.
 """
@@ -18,13 +18,13 @@ import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from conformance.combinations import COMPOSED_KV_KINDS, pool_combinations
-from conformance.geometry import ModelGeometry, load_geometry
-from conformance.interface import PoolHitPolicy, PoolName
-from conformance.oracle import check_exists_result, expected_exists_v2
-from conformance.rig import Rig, Target
-from conformance.sharing import Shape, writer_of
-from conformance.strategies import rank_sets, render_page
+from conformance.harness.combinations import COMPOSED_KV_KINDS, pool_combinations
+from conformance.harness.geometry import ModelGeometry, load_geometry
+from conformance.harness.rig import Rig, Target
+from conformance.harness.strategies import rank_sets, render_page
+from conformance.model.interface import PoolHitPolicy, PoolName
+from conformance.model.oracle import check_exists_result, expected_exists_v2
+from conformance.model.sharing import Shape, writer_of
 from conformance.suite._common import (
     HYBRID,
     entry_identity,
@@ -72,7 +72,7 @@ def test_every_rank_of_a_pool_combination_reads_exactly_the_entries_it_shares(
 ) -> None:
     """Each rank reads its own entry of every sharded pool and its writer's of every replicated one.
 
-    Ranks of one deployment, each pool shared by its own rule (:mod:`conformance.sharing`),
+    Ranks of one deployment, each pool shared by its own rule (:mod:`conformance.model.sharing`),
     byte-exact; a pool no rank of the set stored under a rank's identity reads back False."""
     target = hicache_target
     claimed(target, geometry)

@@ -20,11 +20,11 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from conformance.geometry import ModelGeometry
-from conformance.interface import PoolName
-from conformance.rig import Rig, Target
-from conformance.sharing import Shape, writer_of
-from conformance.strategies import deployments, payload_seeds, ranks_of, render_page, shapes
+from conformance.harness.geometry import ModelGeometry
+from conformance.harness.rig import Rig, Target
+from conformance.harness.strategies import deployments, payload_seeds, ranks_of, render_page, shapes
+from conformance.model.interface import PoolName
+from conformance.model.sharing import Shape, writer_of
 from conformance.suite._common import (
     GEOMETRIES,
     HYBRID,

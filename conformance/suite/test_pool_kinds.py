@@ -12,10 +12,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from conformance.geometry import ModelGeometry
-from conformance.interface import PoolHitPolicy
-from conformance.oracle import check_exists_result, expected_exists_v2
-from conformance.rig import Rig, Target
+from conformance.harness.geometry import ModelGeometry
+from conformance.harness.rig import Rig, Target
+from conformance.model.interface import PoolHitPolicy
+from conformance.model.oracle import check_exists_result, expected_exists_v2
 from conformance.suite._common import HYBRID, ids, kv_layouts
 
 PAGES = 4

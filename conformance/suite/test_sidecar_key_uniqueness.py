@@ -5,7 +5,7 @@ Naming schemes that glue strings together collide: key ``a_k`` of one pool again
 entry here gets its own payload; if any two share an object, one of them reads back the other's.
 
 The ranks of a deployment (TP, pipeline stages, attention CP, DCP) follow SGLang's sharing rule
-(:mod:`conformance.sharing`): shards it keeps apart must stay apart, and the replicated entries one
+(:mod:`conformance.model.sharing`): shards it keeps apart must stay apart, and the replicated entries one
 writer stores must be found by every rank that shares them.
 """
 
@@ -17,11 +17,9 @@ import pytest
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
-from conformance.geometry import ModelGeometry, load_geometry
-from conformance.interface import PoolName
-from conformance.rig import Rig, Target
-from conformance.sharing import Shape, writer_of
-from conformance.strategies import (
+from conformance.harness.geometry import ModelGeometry, load_geometry
+from conformance.harness.rig import Rig, Target
+from conformance.harness.strategies import (
     TEMPTATIONS,
     adversarial_keys,
     deployments,
@@ -31,6 +29,8 @@ from conformance.strategies import (
     render_page,
     tempting_key_pairs,
 )
+from conformance.model.interface import PoolName
+from conformance.model.sharing import Shape, writer_of
 from conformance.suite._common import (
     GEOMETRIES,
     entry_identity,

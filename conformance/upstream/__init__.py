@@ -1,7 +1,9 @@
-"""Adapters that put SGLang's own storage backends under the suite.
+"""Adapters that put SGLang's own storage backends under the suite, as shipped in ``sglang==0.5.23``.
 
-``--backend=sglang-file`` certifies ``HiCacheFile`` and ``--backend=sglang-nixl`` certifies
-``HiCacheNixl``, both as shipped in ``sglang==0.5.23``. Install them with ``tox -e upstream`` (or
-``pip install --no-deps -r requirements/upstream.txt``). What they fail is recorded in
-:mod:`conformance.upstream.known_defects` and ``docs/upstream-findings.md``.
+One module per backend (``adapters``: HiCacheFile and HiCacheNixl over the shared
+``UpstreamAdapter``; ``sim``, ``hf3fs``, ``seaweedfs``, ``aibrix``, ``mooncake``), each with what it
+fails as data beside it (``<backend>_defects.py``; reasons two backends share in
+``shared_defects.py``), and the servers some need (``hf3fs_metadata``, ``mooncake_cluster``) and
+SGLang's own host pools (``host_pools``). Install them with ``tox -e upstream`` (or ``pip install
+--no-deps -r requirements/upstream.txt``); ``docs/upstream-findings.md`` reproduces each defect.
 """

@@ -35,8 +35,8 @@ from typing import Any
 
 import torch
 
-from conformance.capabilities import SIDE_POOLS, BackendSpec, Capabilities
-from conformance.interface import (
+from conformance.model.capabilities import SIDE_POOLS, BackendSpec, Capabilities
+from conformance.model.interface import (
     HiCacheStorageConfig,
     HiCacheStorageExtraInfo,
     PoolHitPolicy,
@@ -44,13 +44,10 @@ from conformance.interface import (
     PoolTransfer,
     PoolTransferResult,
 )
+from conformance.model.sglang import SGLANG_VERSION, sglang
+from conformance.upstream.file_defects import SGLANG_FILE_DEFECTS
 from conformance.upstream.host_pools import build_pool, upstream_of
-from conformance.upstream.known_defects import (
-    SGLANG_FILE_DEFECTS,
-    SGLANG_NIXL_DEFECTS,
-    SGLANG_NIXL_INTERMITTENT,
-)
-from conformance.upstream.loader import SGLANG_VERSION, sglang
+from conformance.upstream.nixl_defects import SGLANG_NIXL_DEFECTS, SGLANG_NIXL_INTERMITTENT
 
 STORAGE_DIR_VARIABLES = ("SGLANG_HICACHE_FILE_BACKEND_STORAGE_DIR", "SGLANG_HICACHE_NIXL_BACKEND_STORAGE_DIR")
 

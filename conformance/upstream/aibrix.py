@@ -16,13 +16,13 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from conformance.capabilities import BackendSpec, Capabilities
-from conformance.interface import HiCacheStorageConfig
-from conformance.services import environment
+from conformance.model.capabilities import BackendSpec, Capabilities
+from conformance.model.interface import HiCacheStorageConfig
+from conformance.model.sglang import sglang
+from conformance.servers.services import environment
 from conformance.upstream.adapters import VERSION, UpstreamAdapter, to_sglang_config
+from conformance.upstream.aibrix_defects import SGLANG_AIBRIX_DEFECTS
 from conformance.upstream.host_pools import build_pool, upstream_of
-from conformance.upstream.known_defects import SGLANG_AIBRIX_DEFECTS
-from conformance.upstream.loader import sglang
 
 MODULE = "sglang.srt.mem_cache.storage.aibrix_kvcache.aibrix_kvcache_storage"
 L1_SETTINGS = {

@@ -36,14 +36,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from conformance.capabilities import SIDE_POOLS, BackendSpec, Capabilities
-from conformance.interface import HiCacheStorageConfig, PoolHitPolicy
-from conformance.services import environment
+from conformance.model.capabilities import SIDE_POOLS, BackendSpec, Capabilities
+from conformance.model.interface import HiCacheStorageConfig, PoolHitPolicy
+from conformance.model.sglang import sglang
+from conformance.servers.services import environment
 from conformance.upstream.adapters import VERSION, UpstreamAdapter, to_sglang_config
+from conformance.upstream.hf3fs_defects import SGLANG_HF3FS_DEFECTS
 from conformance.upstream.hf3fs_metadata import URL_ENV, location_prefix, metadata_server
 from conformance.upstream.host_pools import build_pool, upstream_of
-from conformance.upstream.known_defects import SGLANG_HF3FS_DEFECTS
-from conformance.upstream.loader import sglang
 
 CONFIG_ENV = "SGLANG_HICACHE_HF3FS_CONFIG_PATH"
 FILE_SIZE = 8 << 20

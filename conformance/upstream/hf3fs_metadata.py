@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
-from conformance.services import LOOPBACK, environment, free_port, running
+from conformance.servers.services import LOOPBACK, environment, free_port, running
 
 URL_ENV = "HICACHE_HF3FS_METADATA_URL"
 """Where the session's server listens; the suite's child processes read it from here."""
@@ -61,7 +61,7 @@ class PerLocation:
 
 
 def _sglang_app() -> Any:
-    from conformance.upstream.loader import sglang
+    from conformance.model.sglang import sglang
 
     sglang()  # the stand-ins the import chain needs on a CPU
     server = importlib.import_module("sglang.srt.mem_cache.storage.hf3fs.mini_3fs_metadata_server")

@@ -21,17 +21,11 @@ from typing import Any
 
 import torch
 
-from conformance.geometry import PoolSpec, dtype_named
-from conformance.hostpools import (
-    DeepSeekV4PagedHostPool,
-    DSAIndexerHostPool,
-    HostPoolDouble,
-    LogicalAnchorHostPool,
-    MambaHostPool,
-    MHAHostPool,
-    MLAHostPool,
-)
-from conformance.upstream.loader import sglang
+from conformance.doubles.hostpools import HostPoolDouble
+from conformance.doubles.kv_pools import LogicalAnchorHostPool, MHAHostPool, MLAHostPool
+from conformance.doubles.side_pools import DeepSeekV4PagedHostPool, DSAIndexerHostPool, MambaHostPool
+from conformance.harness.geometry import PoolSpec, dtype_named
+from conformance.model.sglang import sglang
 
 SPEC_POOLS = frozenset({"mha", "mla", "mamba", "dsa_indexer", "dsv4_paged", "dsv4_state", "logical_anchor"})
 """Pool kinds built as SGLang's own objects; ``multi_region`` (no SGLang class) stays a double."""

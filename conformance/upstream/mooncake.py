@@ -33,19 +33,19 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
-from conformance.capabilities import SIDE_POOLS, BackendSpec, Capabilities
-from conformance.interface import HiCacheStorageConfig, PoolHitPolicy, PoolName
-from conformance.services import LOOPBACK
+from conformance.model.capabilities import SIDE_POOLS, BackendSpec, Capabilities
+from conformance.model.interface import HiCacheStorageConfig, PoolHitPolicy, PoolName
+from conformance.model.sglang import sglang
+from conformance.servers.services import LOOPBACK
 from conformance.upstream.adapters import VERSION, UpstreamAdapter, to_sglang_config
 from conformance.upstream.host_pools import build_pool
-from conformance.upstream.known_defects import SGLANG_MOONCAKE_DEFECTS, SGLANG_MOONCAKE_INTERMITTENT
-from conformance.upstream.loader import sglang
 from conformance.upstream.mooncake_cluster import (
     CLIENT_SETTINGS,
     MASTER_ENV,
     mooncake_cluster,
     require_isolation,
 )
+from conformance.upstream.mooncake_defects import SGLANG_MOONCAKE_DEFECTS, SGLANG_MOONCAKE_INTERMITTENT
 
 MODULE = "sglang.srt.mem_cache.storage.mooncake_store.mooncake_store"
 

@@ -26,7 +26,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from conformance.services import LOOPBACK, environment, free_port, running
+from conformance.servers.services import LOOPBACK, environment, free_port, running
 
 MASTER_ENV = "HICACHE_MOONCAKE_MASTER"
 """``host:port`` of the session's master; the suite's child processes read it from here."""

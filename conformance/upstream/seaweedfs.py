@@ -3,7 +3,7 @@
 SeaweedFS is reached through its S3 gateway, so the store is a boto3 client: the suite runs it
 against the S3 server the project already uses for its own object-store target (moto on
 127.0.0.1, or Ceph's RADOS Gateway with ``HICACHE_S3_SERVER=rgw``, started for the session by
-``conformance.s3server``, or the endpoint in ``HICACHE_S3_ENDPOINT``). Each storage location is
+``conformance.servers.s3server``, or the endpoint in ``HICACHE_S3_ENDPOINT``). Each storage location is
 its own key prefix in the session's bucket (``prefix`` is SeaweedFS's own setting), so locations
 never see each other's objects and a restart on the same location finds its own.
 
@@ -25,13 +25,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from conformance.capabilities import SIDE_POOLS, BackendSpec, Capabilities
-from conformance.interface import HiCacheStorageConfig, PoolHitPolicy
-from conformance.s3server import BUCKET_ENV, ENDPOINT_ENV, SERVERS, ensure_endpoint, server
+from conformance.model.capabilities import SIDE_POOLS, BackendSpec, Capabilities
+from conformance.model.interface import HiCacheStorageConfig, PoolHitPolicy
+from conformance.model.sglang import sglang
+from conformance.servers.s3server import BUCKET_ENV, ENDPOINT_ENV, SERVERS, ensure_endpoint, server
 from conformance.upstream.adapters import VERSION, UpstreamAdapter, to_sglang_config
 from conformance.upstream.host_pools import build_pool
-from conformance.upstream.known_defects import SGLANG_SEAWEEDFS_DEFECTS
-from conformance.upstream.loader import sglang
+from conformance.upstream.seaweedfs_defects import SGLANG_SEAWEEDFS_DEFECTS
 
 MODULE = "sglang.srt.mem_cache.storage.seaweedfs.seaweedfs_store"
 

@@ -18,12 +18,12 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from conformance.capabilities import SIDE_POOLS, BackendSpec, Capabilities
-from conformance.interface import HiCacheStorageConfig, PoolHitPolicy
+from conformance.model.capabilities import SIDE_POOLS, BackendSpec, Capabilities
+from conformance.model.interface import HiCacheStorageConfig, PoolHitPolicy
+from conformance.model.sglang import sglang
 from conformance.upstream.adapters import VERSION, UpstreamAdapter, to_sglang_config
 from conformance.upstream.host_pools import build_pool, upstream_of
-from conformance.upstream.known_defects import SGLANG_SIM_DEFECTS
-from conformance.upstream.loader import sglang
+from conformance.upstream.sim_defects import SGLANG_SIM_DEFECTS
 
 SIM_MODULE = "sglang.srt.mem_cache.storage.sim_storage"
 NO_DELAYS = {"sim_write_gbps": 0, "sim_read_gbps": 0, "sim_op_latency_us": 0}

@@ -17,11 +17,11 @@ import random
 import tempfile
 from pathlib import Path
 
-from conformance.folder_peak import stored_bytes
-from conformance.geometry import load_geometry
-from conformance.interface import HiCacheStorageExtraInfo, PoolName
-from conformance.registry import resolve_backend
-from conformance.rig import Rig, Target
+from conformance.harness.geometry import load_geometry
+from conformance.harness.registry import resolve_backend
+from conformance.harness.rig import Rig, Target
+from conformance.model.interface import HiCacheStorageExtraInfo, PoolName
+from conformance.servers.folder_peak import stored_bytes
 
 POLICIES = ("chain", "lru", "fifo")
 

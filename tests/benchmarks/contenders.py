@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from conformance.hostpools import HostPoolDouble
-from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
+from conformance.doubles.hostpools import HostPoolDouble
+from conformance.model.interface import HiCacheStorageConfig, PoolName, PoolTransfer
 from reference_backend import agents
 from reference_backend.backend import NixlBackend
 from tests.benchmarks.models import Workload

@@ -13,10 +13,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from conformance.geometry import PoolSpec
-from conformance.hostpools import HostPoolDouble
-from conformance.interface import PoolHitPolicy, PoolName, PoolTransfer
-from conformance.upstream.loader import UpstreamUnavailable
+from conformance.doubles.hostpools import HostPoolDouble
+from conformance.harness.geometry import PoolSpec
+from conformance.model.interface import PoolHitPolicy, PoolName, PoolTransfer
+from conformance.model.sglang import UpstreamUnavailable
 
 PAGE_TOKENS = 64
 TRAIL_SLOTS = 2

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from conformance.interface import PoolTransfer
+from conformance.model.interface import PoolTransfer
 from tests.benchmarks.contenders import (
     ExistsQuery,
     Limit,

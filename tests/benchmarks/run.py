@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from conformance.upstream.loader import UpstreamUnavailable, sglang
+from conformance.model.sglang import UpstreamUnavailable, sglang
 from reference_backend import agents
 from tests.benchmarks import report
 from tests.benchmarks.contenders import Limit, Ours, Rig, Upstream

@@ -57,8 +57,8 @@ from typing import Any, TextIO, TypeVar
 import numpy as np
 import torch
 
-from conformance.hostpools import MHAHostPool
-from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
+from conformance.doubles.kv_pools import MHAHostPool
+from conformance.model.interface import HiCacheStorageConfig, PoolName, PoolTransfer
 from reference_backend.backend import NixlBackend
 from reference_backend.log import Location
 from reference_backend.record import checksum_of, layout_from_sizes

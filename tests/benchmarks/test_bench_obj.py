@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from conformance.hostpools import HostPoolDouble
-from conformance.interface import PoolName, PoolTransfer
+from conformance.doubles.hostpools import HostPoolDouble
+from conformance.model.interface import PoolName, PoolTransfer
 from tests.benchmarks.workload import config, fill, hybrid_pools, raw_transfer, transfers
 
 pytest.importorskip("moto", reason="the object-store benchmarks need the obj extra (moto, boto3)")
 
-from conformance.s3server import ensure_endpoint
+from conformance.servers.s3server import ensure_endpoint
 from conformance.targets import nixl_obj_factory
 from reference_backend.obj import NixlObjBackend, object_rows
 

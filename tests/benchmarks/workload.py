@@ -13,8 +13,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from conformance.hostpools import DSAIndexerHostPool, HostPoolDouble, MambaHostPool, MHAHostPool
-from conformance.interface import HiCacheStorageConfig, PoolName, PoolTransfer
+from conformance.doubles.hostpools import HostPoolDouble
+from conformance.doubles.kv_pools import MHAHostPool
+from conformance.doubles.side_pools import DSAIndexerHostPool, MambaHostPool
+from conformance.model.interface import HiCacheStorageConfig, PoolName, PoolTransfer
 from reference_backend.backend import NixlBackend
 from reference_backend.descriptors import file_rows
 from reference_backend.plan import Item
@@ -205,7 +207,7 @@ class Upstream:
     """
 
     def __init__(self, impl: str, rig: Rigged, folder: Path) -> None:
-        from conformance.registry import resolve_backend
+        from conformance.harness.registry import resolve_backend
 
         spec = resolve_backend(impl)
         self.impl = impl

@@ -8,8 +8,8 @@ import threading
 import time
 from typing import Any
 
-from conformance.capabilities import BackendSpec
-from conformance.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.model.capabilities import BackendSpec
 
 LATE_S = 0.01
 """How long after the get the abandoned attempt lands: a slow transfer, not a lost one."""

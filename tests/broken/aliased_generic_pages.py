@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import torch
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import PoolName
-from conformance.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import PoolName
 
 
 class AliasedGenericPagesBackend(MemoryBackend):

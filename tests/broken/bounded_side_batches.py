@@ -6,9 +6,9 @@ controller hands side pools over whole, so any span past 128 pages loses its sid
 
 from __future__ import annotations
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import HiCacheStorageExtraInfo, PoolName, PoolTransfer
-from conformance.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import HiCacheStorageExtraInfo, PoolName, PoolTransfer
 
 BOUNCE_PAGES = 128
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import HiCacheStorageExtraInfo, PoolTransfer, PoolTransferResult
-from conformance.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import HiCacheStorageExtraInfo, PoolTransfer, PoolTransferResult
 
 QUERY_PAGES = 128
 

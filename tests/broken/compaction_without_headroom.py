@@ -18,9 +18,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import HiCacheStorageConfig
-from conformance.memory_backend import CAPABILITIES, MemoryBackend, ObjectName
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend, ObjectName
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import HiCacheStorageConfig
 
 SEGMENTS = 8
 """Segments a budget holds."""

@@ -8,9 +8,9 @@ from typing import Any
 
 import torch
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import page_span
-from conformance.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import page_span
 
 
 class ConsumingIndicesBackend(MemoryBackend):

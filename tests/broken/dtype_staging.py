@@ -11,8 +11,8 @@ from typing import Any
 
 import torch
 
-from conformance.capabilities import BackendSpec
-from conformance.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.model.capabilities import BackendSpec
 
 
 class DtypeStagingBackend(MemoryBackend):

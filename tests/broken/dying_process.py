@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import HiCacheStorageExtraInfo
-from conformance.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import HiCacheStorageExtraInfo
 
 
 class DyingProcessBackend(MemoryBackend):

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import HiCacheStorageConfig
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import HiCacheStorageConfig
 from conformance.targets import NIXL_CAPABILITIES
 from reference_backend import capacity
 from reference_backend.backend import NixlBackend

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from conformance.capabilities import BackendSpec
-from conformance.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.model.capabilities import BackendSpec
 
 SPEC = BackendSpec("broken-format-blind", MemoryBackend, replace(CAPABILITIES, persistence=True))

@@ -6,9 +6,9 @@
 
 from __future__ import annotations
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import PoolName
-from conformance.memory_backend import CAPABILITIES, MemoryBackend, ObjectName
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend, ObjectName
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import PoolName
 from reference_backend.interface import shard
 
 

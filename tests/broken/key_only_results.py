@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import HiCacheStorageExtraInfo, PoolName, PoolTransfer, PoolTransferResult
-from conformance.memory_backend import CAPABILITIES, MemoryBackend
-from conformance.oracle import expected_exists_v2
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import HiCacheStorageExtraInfo, PoolName, PoolTransfer, PoolTransferResult
+from conformance.model.oracle import expected_exists_v2
 
 KV = str(PoolName.KV)
 

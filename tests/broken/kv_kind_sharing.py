@@ -7,10 +7,10 @@ base controller, which skips the whole backup on non-writer MLA ranks, makes the
 
 from __future__ import annotations
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import PoolName
-from conformance.memory_backend import CAPABILITIES, MemoryBackend, ObjectName
-from conformance.sharing import entry_identity
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend, ObjectName
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import PoolName
+from conformance.model.sharing import entry_identity
 
 
 class KvKindSharingBackend(MemoryBackend):

@@ -11,8 +11,8 @@ import os
 from dataclasses import replace
 from typing import Any
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import HiCacheStorageConfig
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import HiCacheStorageConfig
 from conformance.targets import NIXL_CAPABILITIES
 from reference_backend.backend import NixlBackend
 from reference_backend.config import BackendConfig

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from conformance.capabilities import BackendSpec
-from conformance.memory_backend import CAPABILITIES, MemoryBackend, ObjectName
-from conformance.sharing import entry_identity
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend, ObjectName
+from conformance.model.capabilities import BackendSpec
+from conformance.model.sharing import entry_identity
 
 
 class PerRankMlaBackend(MemoryBackend):

@@ -10,9 +10,9 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import HiCacheStorageConfig, page_span, slot_count
-from conformance.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import HiCacheStorageConfig, page_span, slot_count
 
 
 class NeighbourReadingStore(MemoryBackend):

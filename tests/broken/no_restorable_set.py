@@ -6,9 +6,9 @@ pool's state for a length where none exists.
 
 from __future__ import annotations
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import HiCacheStorageExtraInfo, PoolTransfer, PoolTransferResult
-from conformance.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import HiCacheStorageExtraInfo, PoolTransfer, PoolTransferResult
 
 
 class NoRestorableSetBackend(MemoryBackend):

@@ -8,8 +8,8 @@ from typing import Any
 
 import torch
 
-from conformance.capabilities import BackendSpec
-from conformance.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.model.capabilities import BackendSpec
 
 
 def from_storage_start(host_indices: Any) -> Any:

@@ -12,9 +12,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import HiCacheStorageConfig
-from conformance.memory_backend import CAPABILITIES, MemoryBackend, ObjectName
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend, ObjectName
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import HiCacheStorageConfig
 
 _GENERATIONS: dict[str, list[dict[ObjectName, bytes]]] = {}
 _LOCK = threading.Lock()

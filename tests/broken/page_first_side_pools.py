@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from conformance.capabilities import BackendSpec
-from conformance.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.model.capabilities import BackendSpec
 
 
 def _page_slices(pool: Any, start: int) -> list[torch.Tensor] | None:

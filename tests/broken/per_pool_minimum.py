@@ -6,9 +6,9 @@ minimum says 4, yet no Mamba state exists for page 4: the prefix is not restorab
 
 from __future__ import annotations
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import HiCacheStorageExtraInfo, PoolTransfer, PoolTransferResult
-from conformance.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import HiCacheStorageExtraInfo, PoolTransfer, PoolTransferResult
 
 
 class PerPoolMinimumBackend(MemoryBackend):

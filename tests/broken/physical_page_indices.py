@@ -8,8 +8,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from conformance.capabilities import BackendSpec
-from conformance.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.model.capabilities import BackendSpec
 from reference_backend.interface import page_starts
 
 

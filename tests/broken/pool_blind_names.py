@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conformance.capabilities import BackendSpec
-from conformance.memory_backend import CAPABILITIES, MemoryBackend, ObjectName
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend, ObjectName
+from conformance.model.capabilities import BackendSpec
 
 
 class PoolBlindBackend(MemoryBackend):

@@ -4,9 +4,9 @@ so every later batch's prefix carries an earlier batch's keys twice."""
 
 from __future__ import annotations
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import HiCacheStorageExtraInfo
-from conformance.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import HiCacheStorageExtraInfo
 
 
 class PrefixAppendingBackend(MemoryBackend):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from conformance.capabilities import BackendSpec
-from conformance.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.model.capabilities import BackendSpec
 
 
 class RaisingGenericGetBackend(MemoryBackend):

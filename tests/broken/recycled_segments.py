@@ -9,8 +9,8 @@ import dataclasses
 import os
 from pathlib import Path
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import HiCacheStorageConfig
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import HiCacheStorageConfig
 from conformance.targets import NIXL_CAPABILITIES
 from reference_backend.backend import NixlBackend
 from reference_backend.log import Segment

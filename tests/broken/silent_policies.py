@@ -9,9 +9,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import HiCacheStorageExtraInfo, PoolHitPolicy, PoolTransfer, PoolTransferResult
-from conformance.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import (
+    HiCacheStorageExtraInfo,
+    PoolHitPolicy,
+    PoolTransfer,
+    PoolTransferResult,
+)
 
 DECLARED = frozenset({PoolHitPolicy.ALL_PAGES, PoolHitPolicy.TRAILING_PAGES})
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import HiCacheStorageConfig
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import HiCacheStorageConfig
 from conformance.targets import NIXL_CAPABILITIES
 from reference_backend.backend import NixlBackend
 

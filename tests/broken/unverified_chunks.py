@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.capabilities import BackendSpec
+from conformance.model.capabilities import BackendSpec
 from conformance.targets import NIXL_CAPABILITIES
 from reference_backend.backend import NixlBackend
 from reference_backend.plan import Item

@@ -8,8 +8,8 @@ import threading
 import time
 from typing import Any
 
-from conformance.capabilities import BackendSpec
-from conformance.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.doubles.memory_backend import CAPABILITIES, MemoryBackend
+from conformance.model.capabilities import BackendSpec
 
 DELAY_S = 0.05
 """How long a queued page waits for the writer: far longer than a caller takes to reuse its slots."""

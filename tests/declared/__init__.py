@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from conformance.memory_backend import SPEC as MEMORY
+from conformance.doubles.memory_backend import SPEC as MEMORY
 from tests.broken.per_pool_minimum import SPEC as PER_POOL_MINIMUM
 
 HIT_POLICY = "test_batch_exists_v2_follows_every_pools_hit_policy[adversarial]"

@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from conformance.capabilities import BackendSpec
-from conformance.interface import (
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import (
     HiCacheStorageConfig,
     HiCacheStorageExtraInfo,
     PoolHitPolicy,

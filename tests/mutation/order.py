@@ -20,7 +20,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from conformance.report import CERTIFYING_EXAMPLES
+from conformance.certificate.report import CERTIFYING_EXAMPLES
 
 PROFILE = "hicache-mutation"
 PLAN = "HICACHE_MUTATION_PLAN"

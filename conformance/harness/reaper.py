@@ -1,46 +1,43 @@
-"""Finished storage folders are deleted on a thread of their own, never by the example that used them.
+"""Finished storage folders are deleted by threads of their own, never by the example that used them.
 
-Unlinking files a backend has just written can block for a large part of a second on a busy disk
-(ext4 waits on the journal and on discards), and a certification creates thousands of folders:
-measured on sglang-nixl's hit-policy property, deleting them inline took 6-60% of its wall time.
-The examples only need each folder gone eventually, so they hand it over here and go on.
+Deleting a folder a backend has just filled waits on the filesystem, one entry at a time: a store of
+SGLang's HiCacheNixl holds 256 bucket folders, and removing one took 0.06-0.6 s on a busy ext4 disk
+(6-60% of its hit-policy property's wall time, deleted inline). Many deletions in flight at once
+share those waits: 40 such stores went in 20 s on one thread, 1.2 s on eight. The examples only
+need each folder gone eventually, so they hand it over here and go on.
 """
 
 from __future__ import annotations
 
-import queue
 import shutil
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+THREADS = 8
+"""Deletions in flight at once (the gain flattens past eight: 1.22 s, sixteen 1.14 s)."""
 
 
 class Reaper:
-    """Deletes the folders it is handed, in order, on one daemon thread started on first use."""
+    """Deletes the folders it is handed on a pool of threads started on first use."""
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[Path | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
+        self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
     def discard(self, path: Path) -> None:
         """Delete ``path`` and everything under it, soon; the caller must not use it again."""
         with self._lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="hicache-reaper", daemon=True)
-                self._thread.start()
-        self._queue.put(path)
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(THREADS, thread_name_prefix="hicache-reaper")
+            self._pool.submit(shutil.rmtree, path, ignore_errors=True)
 
     def drain(self) -> None:
         """Return once every folder handed over so far is deleted (before the root goes)."""
         with self._lock:
-            thread, self._thread = self._thread, None
-        if thread is not None:
-            self._queue.put(None)
-            thread.join()
-
-    def _run(self) -> None:
-        while (path := self._queue.get()) is not None:
-            shutil.rmtree(path, ignore_errors=True)
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
 
 
 REAPER = Reaper()

@@ -214,6 +214,8 @@ class NixlBackend:
         fails or the batch is too small to gain: the all-or-each path then reads it again, for
         exact results.
         """
+        if len(items) < 4:  # two chunks of two pages at least
+            return None
         moved = [i for i in items if i.pool.zero_copy]
         shares = self.shares_for(sum(i.pool.layout.size for i in moved))
         if len(moved) < 2 * len(shares) or len(shares) < 2:

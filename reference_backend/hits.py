@@ -19,6 +19,8 @@ from typing import Any
 
 from reference_backend.interface import PoolHitPolicy, PoolName, PoolTransfer, PoolTransferResult
 
+_KV = str(PoolName.KV)
+
 
 def leading_run(present: Sequence[bool]) -> int:
     """Pages stored before the first gap."""
@@ -93,4 +95,4 @@ def answer(
                 figure = kv
         if figure:
             figures[name] = figure
-    return exists_result(kv, figures, gates, str(PoolName.KV))
+    return exists_result(kv, figures, gates, _KV)

@@ -792,15 +792,21 @@ class SegmentLog:
 
     def _newest(self, digests: Sequence[bytes]) -> list[Location | None]:
         """Each digest's newest location in the index, unless evicted since (the caller looked)."""
-        rids = self._index.find_many(digests)
-        hit = [n for n, rid in enumerate(rids) if rid >= 0]
-        out: list[Location | None] = [None] * len(rids)
+        index = self._index
+        rids = index.find_many(digests)
+        records = iter(index.records([rid for rid in rids if rid >= 0]))
         numbered, dead = self._numbered, self._dead
-        for n, r in zip(hit, self._index.records([rids[n] for n in hit])):
+        out: list[Location | None] = []
+        for digest, rid in zip(digests, rids):
+            if rid < 0:
+                out.append(None)
+                continue
+            r = next(records)
             segment = numbered[r.segment]
-            if segment.retired or (dead and dead.get(digests[n][:8], -1) >= r.seq):
-                continue  # what ``_unless_evicted`` drops
-            out[n] = Location(segment, r.offset, r.size, r.seq, r.tag, r.checksum, r.depth)
+            if segment.retired or (dead and dead.get(digest[:8], -1) >= r.seq):
+                out.append(None)  # what ``_unless_evicted`` drops
+            else:
+                out.append(Location(segment, r.offset, r.size, r.seq, r.tag, r.checksum, r.depth))
         return out
 
     def _unless_evicted(self, digest: bytes, loc: Location | None) -> Location | None:

@@ -239,27 +239,27 @@ class Index:
         size, tag = self._shapes[shape]
         return Record(segment, offset, size, tag, checksum if flags & SUMMED else None, seq, flags >> 1)
 
-    def records(self, rids: Sequence[int]) -> list[Record]:
-        """``record`` of each id; a batch's rows are gathered in one step and read column by column."""
+    def rows(self, rids: Sequence[int]) -> Iterator[tuple[int, int, int, int, int | None, int, int]]:
+        """``record`` of each id as a plain tuple (``Record``'s fields, in order); from
+        ``_GATHER`` ids the rows are gathered in one step and read column by column."""
         if len(rids) < _GATHER:
-            return [self.record(rid) for rid in rids]
+            return map(self.record, rids)
         rows = self._recs[np.asarray(rids, dtype=np.int64)]
         shapes = np.asarray(self._shapes, dtype=np.int64).reshape(-1, 2)[rows["shape"]]
         flags = rows["flags"]
-        summed = (flags & SUMMED).astype(bool).tolist()
-        return [
-            Record(segment, offset, size, tag, checksum if has else None, seq, depth)
-            for segment, offset, size, tag, checksum, has, seq, depth in zip(
-                rows["segment"].tolist(),
-                rows["offset"].tolist(),
-                shapes[:, 0].tolist(),
-                shapes[:, 1].tolist(),
-                rows["checksum"].tolist(),
-                summed,
-                rows["seq"].tolist(),
-                (flags >> 1).tolist(),
-            )
+        checksums = [
+            checksum if summed else None
+            for checksum, summed in zip(rows["checksum"].tolist(), (flags & SUMMED).astype(bool).tolist())
         ]
+        return zip(
+            rows["segment"].tolist(),
+            rows["offset"].tolist(),
+            shapes[:, 0].tolist(),
+            shapes[:, 1].tolist(),
+            checksums,
+            rows["seq"].tolist(),
+            (flags >> 1).tolist(),
+        )
 
     def digest(self, rid: int) -> bytes:
         return bytes(self._raw[rid * 48 : rid * 48 + 16])

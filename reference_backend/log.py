@@ -794,19 +794,19 @@ class SegmentLog:
         """Each digest's newest location in the index, unless evicted since (the caller looked)."""
         index = self._index
         rids = index.find_many(digests)
-        records = iter(index.records([rid for rid in rids if rid >= 0]))
+        rows = index.rows([rid for rid in rids if rid >= 0])
         numbered, dead = self._numbered, self._dead
         out: list[Location | None] = []
         for digest, rid in zip(digests, rids):
             if rid < 0:
                 out.append(None)
                 continue
-            r = next(records)
-            segment = numbered[r.segment]
-            if segment.retired or (dead and dead.get(digest[:8], -1) >= r.seq):
+            number, offset, size, tag, checksum, seq, depth = next(rows)
+            segment = numbered[number]
+            if segment.retired or (dead and dead.get(digest[:8], -1) >= seq):
                 out.append(None)  # what ``_unless_evicted`` drops
             else:
-                out.append(Location(segment, r.offset, r.size, r.seq, r.tag, r.checksum, r.depth))
+                out.append(Location(segment, offset, size, seq, tag, checksum, depth))
         return out
 
     def _unless_evicted(self, digest: bytes, loc: Location | None) -> Location | None:

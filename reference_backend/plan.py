@@ -8,6 +8,8 @@ chain, and shapes the target's per-item results back into SGLang's answers.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,9 +44,12 @@ class Item:
 def by_pool(items: Iterable[Item]) -> dict[str, list[Item]]:
     """Items grouped by pool, pools in order of first appearance."""
     groups: dict[str, list[Item]] = {}
-    for item in items:
-        groups.setdefault(item.pool.name, []).append(item)
+    for name, run in itertools.groupby(items, _POOL_NAME):  # a batch holds each pool's items in a run
+        groups.setdefault(name, []).extend(run)
     return groups
+
+
+_POOL_NAME = operator.attrgetter("pool.name")
 
 
 Run = Callable[[list[Item], list[str]], dict[int, bool]]

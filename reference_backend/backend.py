@@ -47,7 +47,7 @@ from reference_backend.interface import (
     PoolTransfer,
     PoolTransferResult,
 )
-from reference_backend.log import Layout, SegmentLog, Stamp
+from reference_backend.log import Layout, Segment, SegmentLog, Stamp
 from reference_backend.naming import tenant_name
 from reference_backend.plan import BatchPlanner, Item, by_pool
 from reference_backend.pools import Pool
@@ -214,6 +214,8 @@ class NixlBackend:
         fails or the batch is too small to gain: the all-or-each path then reads it again, for
         exact results.
         """
+        if len(items) < 4:  # two chunks of two pages at least
+            return None
         moved = [i for i in items if i.pool.zero_copy]
         shares = self.shares_for(sum(i.pool.layout.size for i in moved))
         if len(moved) < 2 * len(shares) or len(shares) < 2:
@@ -301,11 +303,23 @@ class NixlBackend:
         with lane.lock:
             self._let_go(lane)
             ready: list[Item] = []
+            shapes: dict[str, tuple[int, int]] = {}  # per pool, and each segment registered once a call
+            usable: dict[Segment, bool] = {}
             for item, loc in zip(items, self.log.locate([i.digest for i in items])):
-                if loc is None or (loc.size, loc.tag) != (item.pool.layout.size, item.pool.layout.tag):
+                if loc is None:
                     continue
-                if lane.files is not None and lane.files.register(loc.segment):
-                    item.fd, item.offset, item.checksum = loc.segment.fd, loc.offset, loc.checksum
+                shape = shapes.get(item.pool.name)
+                if shape is None:
+                    layout = item.pool.layout
+                    shape = shapes[item.pool.name] = (layout.size, layout.tag)
+                if (loc.size, loc.tag) != shape:
+                    continue
+                segment = loc.segment
+                ok = usable.get(segment)
+                if ok is None:
+                    ok = usable[segment] = lane.files is not None and lane.files.register(segment)
+                if ok:
+                    item.fd, item.offset, item.checksum = segment.fd, loc.offset, loc.checksum
                     ready.append(item)
             done = self.read_pipelined(lane, ready) if self.read_shares else None
             if done is None:

@@ -19,6 +19,8 @@ from typing import Any
 
 from reference_backend.interface import PoolHitPolicy, PoolName, PoolTransfer, PoolTransferResult
 
+_KV = str(PoolName.KV)
+
 
 def leading_run(present: Sequence[bool]) -> int:
     """Pages stored before the first gap."""
@@ -61,10 +63,9 @@ def exists_result(
     kv: int, figures: dict[str, int], gates: Sequence[Sequence[bool]], kv_name: str
 ) -> PoolTransferResult:
     """The answer: the longest prefix every gate restores, each nonzero figure, the restorable set."""
-    usable = [0 < p <= kv for p in range(kv + 1)]
+    final = list(range(1, kv + 1))
     for gate in gates:
-        usable = [u and g for u, g in zip(usable, gate)]
-    final = [p for p in range(1, kv + 1) if usable[p]]
+        final = [p for p in final if gate[p]]
     hits = {kv_name: kv} if kv else {}
     hits.update({name: figure for name, figure in figures.items() if figure})
     return PoolTransferResult(final[-1] if final else 0, hits, final)
@@ -86,8 +87,12 @@ def answer(
         if PoolHitPolicy(t.hit_policy) is PoolHitPolicy.BLOCK_GROUPS:
             figure = block_group_pages(t.group_pages, t.block_pages, present(name, list(t.keys or [])))
         else:
-            gates.append(restorable(t, present(name, keys[:kv])))
-            figure = longest(gates[-1])
+            stored = present(name, keys[:kv])
+            if False in stored:
+                gates.append(restorable(t, stored))
+                figure = longest(gates[-1])
+            else:  # a pool holding every page restores every prefix under any policy
+                figure = kv
         if figure:
             figures[name] = figure
-    return exists_result(kv, figures, gates, str(PoolName.KV))
+    return exists_result(kv, figures, gates, _KV)

@@ -96,6 +96,8 @@ def _homes(family: np.ndarray, rest: np.ndarray, mask: int) -> np.ndarray:
     return homes
 
 
+_GATHER = 16
+"""From this many records, ``records`` gathers rows with numpy: below it, one unpack each costs less."""
 _CHUNK = 1 << 16
 """Records a rehash places per vectorized round: its scratch arrays stay small and are reused."""
 
@@ -237,6 +239,28 @@ class Index:
         size, tag = self._shapes[shape]
         return Record(segment, offset, size, tag, checksum if flags & SUMMED else None, seq, flags >> 1)
 
+    def rows(self, rids: Sequence[int]) -> Iterator[tuple[int, int, int, int, int | None, int, int]]:
+        """``record`` of each id as a plain tuple (``Record``'s fields, in order); from
+        ``_GATHER`` ids the rows are gathered in one step and read column by column."""
+        if len(rids) < _GATHER:
+            return map(self.record, rids)
+        rows = self._recs[np.asarray(rids, dtype=np.int64)]
+        shapes = np.asarray(self._shapes, dtype=np.int64).reshape(-1, 2)[rows["shape"]]
+        flags = rows["flags"]
+        checksums = [
+            checksum if summed else None
+            for checksum, summed in zip(rows["checksum"].tolist(), (flags & SUMMED).astype(bool).tolist())
+        ]
+        return zip(
+            rows["segment"].tolist(),
+            rows["offset"].tolist(),
+            shapes[:, 0].tolist(),
+            shapes[:, 1].tolist(),
+            checksums,
+            rows["seq"].tolist(),
+            (flags >> 1).tolist(),
+        )
+
     def digest(self, rid: int) -> bytes:
         return bytes(self._raw[rid * 48 : rid * 48 + 16])
 
@@ -271,6 +295,35 @@ class Index:
             self._n += 1
             self._slot(rid)
         return rid
+
+    def append(self, digests: Sequence[bytes], records: Sequence[Record]) -> None:
+        """Store ``records`` for ``digests``, none of which the index holds and no two alike (a
+        commit's fresh entries): their rows written as columns in one step, then slotted in order."""
+        count = len(digests)
+        if not count:
+            return
+        first = self._n
+        self._reserve(first + count)
+        slots = len(self._table)
+        while 10 * (first + count) > 7 * slots:
+            slots *= 2
+        words = np.frombuffer(b"".join(digests), dtype="<u8").reshape(count, 2)
+        rows = self._recs[first : first + count]
+        rows["family"], rows["rest"] = words[:, 0], words[:, 1]
+        rows["offset"] = [r.offset for r in records]
+        rows["checksum"] = [r.checksum or 0 for r in records]
+        rows["seq"] = [r.seq for r in records]
+        rows["segment"] = [r.segment for r in records]
+        rows["shape"] = [self.shape(r.size, r.tag) for r in records]
+        rows["flags"] = [
+            (SUMMED if r.checksum is not None else 0) | min(r.depth, DEPTH_LIMIT) << 1 for r in records
+        ]
+        self._n = first + count
+        if slots != len(self._table):
+            self._rehash(slots)  # places every record, the new ones included
+            return
+        for rid in range(first, first + count):
+            self._slot(rid)
 
     def remove(self, rid: int) -> None:
         """Forget record ``rid``: the last record takes its id, and its probe run is mended."""

@@ -140,20 +140,27 @@ def request_starts(keys: Any, host_indices: Any, span: int, slots: int) -> list[
     Keys must be distinct non-empty strings without NUL; ``host_indices`` a 1-D integer tensor of
     whole, in-range pages of ``span`` slots out of ``slots``, one page per key.
     """
-    if not isinstance(keys, list) or not all(isinstance(k, str) and k and "\x00" not in k for k in keys):
+    if not isinstance(keys, list) or not isinstance(host_indices, torch.Tensor):
         return None
-    if len(set(keys)) != len(keys):
+    try:
+        joined = "".join(keys)  # a TypeError where a key is no string
+    except TypeError:
         return None
-    if not isinstance(host_indices, torch.Tensor) or host_indices.dim() != 1:
+    if "\x00" in joined or not all(keys) or len(set(keys)) != len(keys):
         return None
-    if host_indices.dtype not in (torch.int64, torch.int32):
+    if host_indices.dim() != 1 or host_indices.dtype not in _INDEX_TYPES:
         return None
     if host_indices.numel() != len(keys) * span:
         return None
     starts = _every(host_indices, span)
-    if any(s < 0 or s + span > slots or s % span for s in starts):
+    if starts and (min(starts) < 0 or max(starts) + span > slots):
+        return None
+    if span > 1 and any(s % span for s in starts):
         return None
     return starts
+
+
+_INDEX_TYPES = (torch.int64, torch.int32)
 
 
 def _every(indices: torch.Tensor, step: int) -> list[int]:

@@ -556,14 +556,47 @@ class SegmentLog:
         if not self._put_commit(extent, entries, seq):
             return False
         with self._lock:
-            extent.segment.scanned = extent.end
-            extent.segment.last, extent.segment.last_seq = extent.start, seq
-            for entry in entries:
-                self._place(entry.digest, Location.of(extent.segment, extent.start, entry, seq))
+            segment = extent.segment
+            segment.scanned = extent.end
+            segment.last, segment.last_seq = extent.start, seq
+            if not self._append(segment, extent.start, entries, seq):
+                for entry in entries:
+                    self._place(entry.digest, Location.of(segment, extent.start, entry, seq))
             self._purge(2 * len(entries) + 32)
             self._since_checkpoint += len(entries)
             if self._checkpoint_due():
                 self._checkpoint_in_background()
+        return True
+
+    def _append(self, segment: Segment, start: int, entries: Sequence[Entry], seq: int) -> bool:
+        """Index a commit of ours whose entries are all new to the index in one step (what
+        ``_place`` does for each, where nothing is replaced and no tombstone applies); False, with
+        nothing done, for any other commit."""
+        digests = [e.digest for e in entries]
+        if (
+            not digests
+            or self._dead
+            or len(set(digests)) != len(digests)
+            or max(self._index.find_many(digests), default=-1) >= 0
+        ):
+            return False
+        number = segment.number
+        self._index.append(
+            digests,
+            [
+                Record(
+                    number,
+                    start + e.offset,
+                    e.size,
+                    e.tag,
+                    e.checksum if e.flags & HAS_SUM else None,
+                    seq,
+                    e.flags >> DEPTH_SHIFT,
+                )
+                for e in entries
+            ],
+        )
+        self._count(segment, len(entries), sum(e.size for e in entries))
         return True
 
     def _purge(self, most: int) -> None:
@@ -759,11 +792,22 @@ class SegmentLog:
 
     def _newest(self, digests: Sequence[bytes]) -> list[Location | None]:
         """Each digest's newest location in the index, unless evicted since (the caller looked)."""
-        rids = self._index.find_many(digests)
-        return [
-            None if rid < 0 else self._unless_evicted(digest, self._location(rid))
-            for digest, rid in zip(digests, rids)
-        ]
+        index = self._index
+        rids = index.find_many(digests)
+        rows = index.rows([rid for rid in rids if rid >= 0])
+        numbered, dead = self._numbered, self._dead
+        out: list[Location | None] = []
+        for digest, rid in zip(digests, rids):
+            if rid < 0:
+                out.append(None)
+                continue
+            number, offset, size, tag, checksum, seq, depth = next(rows)
+            segment = numbered[number]
+            if segment.retired or (dead and dead.get(digest[:8], -1) >= seq):
+                out.append(None)  # what ``_unless_evicted`` drops
+            else:
+                out.append(Location(segment, offset, size, seq, tag, checksum, depth))
+        return out
 
     def _unless_evicted(self, digest: bytes, loc: Location | None) -> Location | None:
         """``loc``, unless a tombstone evicted it or its segment was deleted."""
@@ -781,17 +825,19 @@ class SegmentLog:
                 self.refresh()
                 sizes = {}
             found = self._newest(digests)
-            for loc in found:
-                if loc is not None and loc.segment not in sizes:
-                    sizes[loc.segment] = self._alive(loc.segment)
-            if any(sizes[loc.segment] < 0 for loc in found if loc is not None):
-                sizes.clear()
-                self._rebuild_after_loss()
-                return self.locate(digests)
-            return [
-                loc if loc is not None and loc.offset + loc.size <= sizes[loc.segment] else None
-                for loc in found
-            ]
+            for n, loc in enumerate(found):
+                if loc is None:
+                    continue
+                size = sizes.get(loc.segment)
+                if size is None:
+                    size = sizes[loc.segment] = self._alive(loc.segment)
+                if size < 0:
+                    sizes.clear()
+                    self._rebuild_after_loss()
+                    return self.locate(digests)
+                if loc.offset + loc.size > size:
+                    found[n] = None
+            return found
 
     def count(self) -> int:
         """Entries that would read back now, across every writer."""

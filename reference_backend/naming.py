@@ -72,3 +72,22 @@ def entry_digest(scope: Scope, pool: PoolName | str, key: str) -> bytes:
     return family_digest(scope.model, key) + _keyed(
         _hasher("entry", scope.model, scope.shard, str(pool)), key
     )
+
+
+class Digester:
+    """``entry_digest`` of one scope and pool, its two keyed states looked up once: what a batch
+    planner holds per registered pool, so a key costs two copies and two updates, not the lookups."""
+
+    __slots__ = ("entry", "family")
+
+    def __init__(self, scope: Scope, pool: PoolName | str) -> None:
+        self.family = _hasher("family", scope.model)
+        self.entry = _hasher("entry", scope.model, scope.shard, str(pool))
+
+    def __call__(self, key: str) -> bytes:
+        raw = key.encode("utf-8", "surrogatepass")
+        family, entry = self.family.copy(), self.entry.copy()
+        family.update(raw)
+        entry.update(raw)
+        digest: bytes = family.digest() + entry.digest()
+        return digest

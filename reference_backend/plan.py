@@ -8,12 +8,14 @@ chain, and shapes the target's per-item results back into SGLang's answers.
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from reference_backend.interface import HiCacheStorageConfig, PoolName, PoolTransfer, request_starts
-from reference_backend.naming import Scope, entry_digest, scope_for
+from reference_backend.naming import Digester, Scope, scope_for
 from reference_backend.pools import Pool
 
 KV = str(PoolName.KV)
@@ -42,9 +44,12 @@ class Item:
 def by_pool(items: Iterable[Item]) -> dict[str, list[Item]]:
     """Items grouped by pool, pools in order of first appearance."""
     groups: dict[str, list[Item]] = {}
-    for item in items:
-        groups.setdefault(item.pool.name, []).append(item)
+    for name, run in itertools.groupby(items, _POOL_NAME):  # a batch holds each pool's items in a run
+        groups.setdefault(name, []).extend(run)
     return groups
+
+
+_POOL_NAME = operator.attrgetter("pool.name")
 
 
 Run = Callable[[list[Item], list[str]], dict[int, bool]]
@@ -64,6 +69,8 @@ class BatchPlanner:
         """Whether the target may move a host pool's pages without staging."""
         self.pools: dict[str, Pool] = {}
         self.scopes: dict[str, Scope] = {}
+        self.digesters: dict[str, Digester] = {}
+        """Per pool, ``entry_digest`` of its scope (made at registration from ``scope``)."""
         self.closed = False
 
     def register(self, name: str, host: Any) -> Pool | None:
@@ -75,6 +82,7 @@ class BatchPlanner:
         pool = self.pool(name, host)
         self.pools[name] = pool
         self.scopes[name] = self.scope(name)
+        self.digesters[name] = Digester(self.scopes[name], name)
         return pool
 
     def pool(self, name: str, host: Any) -> Pool:
@@ -90,7 +98,7 @@ class BatchPlanner:
 
     def digest(self, name: str, key: str) -> bytes:
         """The 16 bytes that name an entry."""
-        return entry_digest(self.scopes[name], name, key)
+        return self.digesters[name](key)
 
     def plan(self, name: str, keys: Any, host_indices: Any) -> list[Item] | None:
         """The pages of one pool's request, or None when it is malformed or the pool unknown."""
@@ -139,9 +147,11 @@ class BatchPlanner:
         keys = list(keys)
         if pool is None or self.closed:
             return [False for _ in keys]
-        scope = self.scopes[name]
+        digest = self.digesters[name]
         named = [isinstance(k, str) for k in keys]
-        found = iter(stored(pool, [entry_digest(scope, name, k) for k, ok in zip(keys, named) if ok]))
+        if False not in named:
+            return stored(pool, [digest(k) for k in keys])
+        found = iter(stored(pool, [digest(k) for k, ok in zip(keys, named) if ok]))
         return [ok and next(found) for ok in named]
 
     def close(self) -> None:

@@ -178,16 +178,18 @@ def cut(items: Sequence[T], shares: Sequence[float], size: Callable[[T], int]) -
     share the bytes left, in proportion to the shares left. Items of one size keep their order
     (their records' file order).
     """
-    ordered = sorted(items, key=size, reverse=True)
-    left = sum(size(i) for i in ordered)
+    sizes = [size(i) for i in items]
+    order = sorted(range(len(items)), key=sizes.__getitem__, reverse=True)  # stable
+    left = sum(sizes)
+    rest = [sum(shares[k:]) for k in range(len(shares))]
     chunks: list[list[T]] = []
     chunk: list[T] = []
     held = 0
-    for item in ordered:
-        chunk.append(item)
-        held += size(item)
+    for at in order:
+        chunk.append(items[at])
+        held += sizes[at]
         k = len(chunks)
-        if k < len(shares) - 1 and held * sum(shares[k:]) >= left * shares[k]:
+        if k < len(shares) - 1 and held * rest[k] >= left * shares[k]:
             chunks.append(chunk)
             left -= held
             chunk, held = [], 0

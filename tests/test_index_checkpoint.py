@@ -37,9 +37,20 @@ ops = st.lists(
         st.tuples(st.just("put"), digests, records),
         st.tuples(st.just("remove"), st.integers(0, 1 << 16)),
         st.tuples(st.just("drop_segment"), st.integers(1, 4)),
+        st.tuples(
+            st.just("append"), st.lists(st.tuples(digests, records), max_size=40, unique_by=lambda r: r[0])
+        ),
     ),
     max_size=300,
 )
+"""A history: single puts and removals, a segment's records dropped, a commit's fresh records
+appended in one step (``append`` takes those the index does not hold yet)."""
+
+
+def fresh(index: Index, batch: list[tuple[bytes, Record]]) -> tuple[list[bytes], list[Record]]:
+    """The part of an ``append`` op new to ``index``, as ``append``'s arguments."""
+    new = [(d, r) for d, r in batch if index.find(d) < 0]
+    return [d for d, _ in new], [r for _, r in new]
 
 
 IMPLEMENTATIONS = [
@@ -107,9 +118,15 @@ def test_the_index_agrees_with_a_dictionary_through_puts_removals_and_drops(nati
         elif op[0] == "drop_segment":
             index.drop(index.in_segment(op[1]))
             model = {d: r for d, r in model.items() if r.segment != op[1]}
+        elif op[0] == "append":
+            added, their = fresh(index, op[1])
+            index.append(added, their)
+            model.update((d, r._replace(depth=min(r.depth, 32767))) for d, r in zip(added, their))
     assert len(index) == len(model)
     for digest, record in model.items():
         assert index.record(index.find(digest)) == record
+    rids = index.find_many(list(model))
+    assert [Record(*row) for row in index.rows(rids)] == list(model.values())  # gathered from 16
     absent = [bytes(16), b"\xff" * 16]
     assert index.find_many([*model, *absent]) == [
         *(index.find(d) for d in model),
@@ -150,6 +167,8 @@ def test_both_implementations_place_every_record_in_the_same_slot(history, crowd
                 index.remove(op[1] % len(index))
             elif op[0] == "drop_segment":  # one removal at a time, or (many) compaction and rehash
                 index.drop(index.in_segment(op[1]))
+            elif op[0] == "append":
+                index.append(*fresh(index, op[1]))
         same(native, python)
         same(native, mixed)
     same(Index.from_arrays(native.arrays(), native=False), Index.from_arrays(python.arrays(), native=True))
@@ -368,3 +387,37 @@ def test_a_deleted_segments_records_read_absent_at_once_and_leave_the_index_a_fe
         assert len(log._index) == len(log.live()) == 1 + 20 * 8
     finally:
         log.close()
+
+
+@pytest.mark.skipif(bool(index_module._NATIVE_MISSING), reason="the C++ kernel was not built")
+@pytest.mark.parametrize("writer", [True, False], ids=["native-writes", "python-writes"])
+def test_a_store_either_implementation_wrote_reads_back_the_same_under_the_other(
+    tmp_path: Path, writer: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index lives in memory; what is on disk (segments, commits, the checkpoint) is the same
+    whichever implementation indexed it. A log written and checkpointed under one implementation
+    serves the same records under the other, restored from its checkpoint or scanned from the
+    log, and goes on taking commits (fresh ones appended in one step, overwrites one by one)."""
+    monkeypatch.setenv("HICACHE_NATIVE", "1" if writer else "0")
+    log = open_log(tmp_path)
+    for round_ in range(30):
+        write(log, stamps(round_, count=24))  # 24 a commit: gathered lookups, one-step appends
+    write(log, stamps(3, count=24))  # overwrites: indexed record by record
+    log.refresh()
+    written = view(log)
+    log.close()
+    monkeypatch.setenv("HICACHE_NATIVE", "0" if writer else "1")
+    restored = open_log(tmp_path)
+    try:
+        assert restored.restored and restored._index.native != writer
+        assert view(restored) == written == from_the_log(tmp_path)
+        locations = restored.locate([d for d in written])
+        assert [(loc.segment.name, loc.offset, loc.size, loc.seq) for loc in locations if loc] == list(
+            written.values()
+        )
+        write(restored, stamps(30, count=24))
+        write(restored, stamps(4, count=24))
+        restored.refresh()
+        assert view(restored) == from_the_log(tmp_path)
+    finally:
+        restored.close()

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.model.interface import HiCacheStorageConfig, PoolName
-from reference_backend.naming import entry_digest, scope_for, spell
+from reference_backend.naming import Digester, entry_digest, family_digest, scope_for, spell
 
 texts = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40)
 
@@ -48,3 +48,21 @@ def test_the_digest_binds_scope_pool_and_key() -> None:
     scope = scope_for(config(), PoolName.KV)
     digests = {entry_digest(scope, p, k) for p in (PoolName.KV, PoolName.SWA) for k in ("a", "a_swa")}
     assert len(digests) == 4
+
+
+@given(
+    model=texts,
+    rank=st.integers(0, 3),
+    pool=st.sampled_from(list(PoolName)),
+    keys=st.lists(texts, max_size=5),
+)
+def test_a_pools_digester_names_every_key_as_entry_digest_does(
+    model: str, rank: int, pool: PoolName, keys: list[str]
+) -> None:
+    """The planner names keys through a digester made once per pool: the same 16 bytes, the
+    family's 8 first, for any key, model and rank, one key after another from the same states."""
+    scope = scope_for(config(model=model, rank=rank, size=4), pool)
+    digester = Digester(scope, pool)
+    for key in [*keys, *keys]:
+        assert digester(key) == entry_digest(scope, pool, key)
+        assert digester(key)[:8] == family_digest(model, key)

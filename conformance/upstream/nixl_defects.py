@@ -155,14 +155,6 @@ SGLANG_NIXL_DEFECTS: dict[str, str] = {
     "test_index_tensors_of_the_wrong_dtype_are_refused[torch.uint8]": UNCHECKED_INDICES,
     "test_duplicate_keys_in_one_batch_are_refused": "a repeated key is written twice and reported True twice",
     "test_keys_that_are_not_usable_strings_are_refused[empty]": "the empty key is stored as a page",
-    # the legacy generic calls, HiCacheFile's real KV path
-    "test_generic_keys_that_look_alike_keep_their_own_pages": (
-        KEYS_ARE_PATHS + "; a key with '/' names a folder that does not exist, and the batch fails"
-    ),
-    "test_generic_calls_refuse_keys_and_pages_of_different_lengths": (
-        "batch_set zips keys with pages: a batch with a page missing stores the keys that have one "
-        "and returns True"
-    ),
     "test_keys_that_are_not_usable_strings_are_refused[NUL]": (
         "a key with a NUL byte reaches the NIXL path-mode open and is reported stored"
     ),

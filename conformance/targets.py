@@ -74,7 +74,12 @@ NIXL_CAPABILITIES = Capabilities(
     direct_io_modes=frozenset({"direct", "direct-uring"}),
     config_spellings={  # upstream HiCacheNixl's nested plugin form, flags as JSON strings
         "buffered": ({"use_direct_io": "false", "plugin": {"posix": {"active": "true"}}},),
-        "direct": ({"use_direct_io": "true", "plugin": {"posix": {"active": True}}},),
+        "direct": (
+            {"use_direct_io": "true", "plugin": {"posix": {"active": True}}},
+            # HiCacheNixl's cleaner keys: without max_size, percent of the file system; at 100
+            # nothing goes before the disk is full, so the mode is unchanged
+            {"use_direct_io": True, "l3_cleaner_high_watermark": 100, "l3_cleaner_low_watermark": 100},
+        ),
         "direct-uring": (
             {"use_direct_io": "true", "plugin": {"posix": {"active": "true", "use_uring": "true"}}},
             {"use_direct_io": True, "use_uring": "true"},

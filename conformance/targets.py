@@ -63,6 +63,7 @@ NIXL_CAPABILITIES = Capabilities(
     enumerates_objects=True,
     decode_context_parallel=True,
     bounded_capacity="max_size",  # issue 18: reference_backend/capacity.py
+    budget_spellings=True,  # capacity.parse_size: HiCacheFile's spellings
     eviction_pin_seconds=30.0,
     lease_clock="reference_backend.capacity:lease_clock",
     shares_folder=True,
@@ -103,6 +104,7 @@ NIXL_OBJ_CAPABILITIES = replace(
     config_spellings={},
     refused_configs=(),
     bounded_capacity="",  # a bucket has no budget of ours, nor pins (issue 18)
+    budget_spellings=False,
     eviction_pin_seconds=0.0,
     lease_clock="",
 )

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from decimal import Decimal
 
 import pytest
 from hypothesis import given, note, settings
@@ -668,3 +669,46 @@ def test_a_deployment_keeps_a_share_of_its_budget_whatever_another_deployment_ke
         finally:
             mine.close()
             theirs.close()
+
+
+SI = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+IEC = {"Ki": 2**10}
+"""Every drawn budget is a whole number of KiB (none of MiB)."""
+
+
+def spelled(budget: int, unit: str) -> str:
+    """``budget`` bytes as HiCacheFile spells a size: an SI unit with the decimals it needs, or a
+    whole number of an IEC unit."""
+    if unit in IEC:
+        return f"{budget // IEC[unit]}{unit}"
+    return f"{(Decimal(budget) / SI[unit]).normalize():f}{unit}"
+
+
+@pytest.mark.hicache_requires("bounded_capacity", "budget_spellings", "stores_files")
+@FEW
+@given(budget=BUDGETS, seed=payload_seeds)
+def test_a_budget_spelled_with_a_unit_bounds_the_same_bytes(
+    hicache_target: Target, budget: int, seed: int
+) -> None:
+    """A budget written with a unit (``262.144k``, ``0.262144M``, ``256Ki``) bounds exactly its bytes.
+
+    Users write ``max_size`` as HiCacheFile reads it. A unit read as another (``M`` as MiB), a
+    decimal dropped, or a spelling that quietly means no budget lets the store past what was set;
+    one read too small refuses what fits. Every unit, each in a store of its own: the folder must
+    stay within the bytes, and the newest batch of a stream three budgets long must read back."""
+    geometry = load_geometry(FAMILY)
+    for unit in [*SI, *IEC]:
+        text = spelled(budget, unit)
+        key = hicache_target.caps.bounded_capacity
+        target = replace(hicache_target, extra_config={**hicache_target.extra_config, key: text})
+        with target.storage() as storage, Rig(target, geometry, storage, page_num=PAGES) as rig:
+            fill(rig, seed, 0)
+            rounds = -(-FLOOD * budget // (PAGES * page_bytes(rig)))
+            for round_ in range(rounds):
+                store(rig, [f"u{round_}-{i}" for i in range(PAGES)])
+                held = held_at_once(storage)
+                assert held <= budget, f"{held} bytes stored under a budget of {budget} spelled {text!r}"
+            got = readable(rig, [f"u{rounds - 1}-{i}" for i in range(PAGES)], fill(rig, seed, 0))
+            assert all(all(flags) for flags in got.values()), (
+                f"under a budget of {budget} spelled {text!r} the newest batch does not read back: {got}"
+            )

@@ -389,8 +389,6 @@ def main(argv: list[str] | None = None) -> int:
         f"TYPE_CHECKING blocks, left out); sample {len(sample)}, seed {args.seed}",
         flush=True,
     )
-    cal = calibrate(args.workdir, args.mode, args.jobs)
-    timeout = args.timeout or 3 * cal.seconds
     results = args.workdir / f"results-{args.mode}-seed{args.seed}.jsonl"
     outcomes: dict[str, Outcome] = {}
     if results.exists():  # a run cut short goes on where it stopped
@@ -398,6 +396,12 @@ def main(argv: list[str] | None = None) -> int:
             outcome = Outcome(**json.loads(line))
             outcomes[outcome.ident] = outcome
     todo = [m for m in sample if m.ident not in outcomes]
+    if not todo:  # a prefix of what finished: its score, nothing run (no calibration either)
+        text, value = score(sample, outcomes)
+        print(text)
+        return 0 if value >= args.target else 1
+    cal = calibrate(args.workdir, args.mode, args.jobs)
+    timeout = args.timeout or 3 * cal.seconds
     print(f"timeout {timeout:.0f} s a mutant; {len(todo)} to run, {args.jobs} at a time", flush=True)
     space = Workspace(args.workdir, args.jobs)
     lock = threading.Lock()

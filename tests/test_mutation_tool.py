@@ -1,10 +1,13 @@
-"""``python -m tests.mutation``'s own parts: what its population leaves out, and how it names tests.
+"""``python -m tests.mutation``'s own parts: what its population leaves out, how it names tests,
+and that a finished sample's score is printed without running anything.
 
 Runs where the ``mutation`` extra is installed; the score itself is a README command, not a test.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ import pytest
 pytest.importorskip("cosmic_ray")
 pytest.importorskip("coverage")
 
+import tests.mutation.__main__ as tool
 from tests.mutation.__main__ import population
 from tests.mutation.order import junit_name
 
@@ -46,3 +50,19 @@ def test_tests_are_named_as_junit_xml_names_them() -> None:
     assert (
         junit_name("conformance/suite/test_x.py::Model::runTest") == "conformance.suite.test_x.Model::runTest"
     )
+
+
+def test_a_sample_that_finished_is_scored_without_a_calibration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every sampled mutant has a result: the score comes from the results file, the suite never runs."""
+    monkeypatch.setattr(tool, "population", lambda: ([tool.Mutant("m.py", "core/X", 0, 1, 0, 1)], 0))
+
+    def calibrate(*_: object) -> None:
+        raise AssertionError("calibrated though every sampled mutant had a result")
+
+    monkeypatch.setattr(tool, "calibrate", calibrate)
+    outcome = tool.Outcome("m.py:1:X:0", "killed", 1.0, "exit 1: p", "-a\n+b")
+    (tmp_path / "results-direct-seed0.jsonl").write_text(json.dumps(asdict(outcome)) + "\n")
+    assert tool.main(["--sample", "1", "--workdir", str(tmp_path)]) == 0
+    assert "score: 1 / 1 non-equivalent = 100.0%" in capsys.readouterr().out

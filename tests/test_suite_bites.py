@@ -206,6 +206,16 @@ BROKEN = [
         "test_capacity_and_eviction",
         "test_eviction_in_one_deployment_never_removes_another_deployments_entries",
     ),
+    (
+        "whole_number_sizes",
+        "test_capacity_and_eviction",
+        "test_a_budget_spelled_with_a_unit_bounds_the_same_bytes",
+    ),
+    (
+        "folder_charged_budget",
+        "test_capacity_and_eviction",
+        "test_a_deployment_keeps_a_share_of_its_budget_whatever_another_deployment_keeps_in_the_folder",
+    ),
     # issue 32, a full store never locks up
     (
         "compaction_without_headroom",

@@ -174,6 +174,13 @@ class Capabilities:
         "and that gets racing eviction are whole or False. Empty: no bound is claimed (needs "
         "`stores_files`, where the bytes are measured).",
     )
+    budget_spellings: bool = _claim(
+        False,
+        "the `bounded_capacity` key also reads a budget as HiCacheFile does (SGLang's "
+        "`human_readable_int`): SI suffixes `k`, `M`, `G`, `T`, decimals allowed (`262.144k`), and "
+        "IEC ones `Ki`, `Mi`, `Gi`, `Ti`; the suite sets budgets so spelled and checks that they bound "
+        "the same bytes.",
+    )
     eviction_pin_seconds: float = _claim(
         0.0,
         "how long an entry `exists` reported stays readable whatever is written meanwhile, in any "

@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from decimal import Decimal
 
 import pytest
 from hypothesis import given, note, settings
@@ -614,3 +615,100 @@ def test_eviction_in_one_deployment_never_removes_another_deployments_entries(
         assert all(all(flags) for flags in got.values()), (
             f"eviction in {models[0]!r} removed {models[1]!r}'s entries: {got}"
         )
+
+
+SHARE = 4
+"""A deployment's entries totalling a ``SHARE``-th of its budget are well under any watermark."""
+LARGER = 1024
+"""The other deployment's budget is this many times larger: whatever it keeps beside its entries
+(indexes, pin tables sized by its budget) may be larger than the first one's whole budget, and
+none of it is the first one's to pay for."""
+
+
+@pytest.mark.hicache_requires("shares_folder", "bounded_capacity")
+@ONE
+@given(budget=BUDGETS, seed=payload_seeds)
+def test_a_deployment_keeps_a_share_of_its_budget_whatever_another_deployment_keeps_in_the_folder(
+    hicache_target: Target, budget: int, seed: int
+) -> None:
+    """Entries totalling a quarter of the budget all stay beside another deployment of a far larger one.
+
+    A budget is one deployment's: a store that charges it for another's files (their entries, an
+    index of theirs, a table sized by their budget) evicts its own entries long before they fill
+    it. The other model stores, is asked exists (as a serving deployment is: a lease is taken), and
+    stays open while this one writes; both must read back whole."""
+    geometry = load_geometry(FAMILY)
+    models = TENANTS["distinct"]
+    with hicache_target.storage() as storage:
+        theirs = Rig(
+            bounded(hicache_target, LARGER * budget), geometry, storage, page_num=PAGES, model_name=models[1]
+        )
+        mine = Rig(bounded(hicache_target, budget), geometry, storage, page_num=PAGES, model_name=models[0])
+        try:
+            their_keys = [f"theirs-{i}" for i in range(PAGES)]
+            their_pages = fill(theirs, seed, 1)
+            store(theirs, their_keys)
+            _pin(theirs, their_keys)
+            batches = max(1, budget // SHARE // (PAGES * page_bytes(mine)))
+            fill(mine, seed, 0)
+            for round_ in range(batches):
+                store(mine, [f"mine-{round_}-{i}" for i in range(PAGES)])
+            note(f"{batches} batches of {PAGES * page_bytes(mine)} payload bytes under a budget of {budget}")
+            for round_ in range(batches):
+                keys = [f"mine-{round_}-{i}" for i in range(PAGES)]
+                got = readable(mine, keys, fill(mine, seed, 0))
+                assert all(all(flags) for flags in got.values()), (
+                    f"batch {round_} of {batches} ({batches * PAGES * page_bytes(mine)} payload bytes, a "
+                    f"{SHARE}th of the budget of {budget}) was evicted beside {models[1]!r}'s store of "
+                    f"budget {LARGER * budget}: {got}"
+                )
+            got = readable(theirs, their_keys, their_pages)
+            assert all(all(flags) for flags in got.values()), (
+                f"{models[1]!r}'s entries do not read back: {got}"
+            )
+        finally:
+            mine.close()
+            theirs.close()
+
+
+SI = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+IEC = {"Ki": 2**10}
+"""Every drawn budget is a whole number of KiB (none of MiB)."""
+
+
+def spelled(budget: int, unit: str) -> str:
+    """``budget`` bytes as HiCacheFile spells a size: an SI unit with the decimals it needs, or a
+    whole number of an IEC unit."""
+    if unit in IEC:
+        return f"{budget // IEC[unit]}{unit}"
+    return f"{(Decimal(budget) / SI[unit]).normalize():f}{unit}"
+
+
+@pytest.mark.hicache_requires("bounded_capacity", "budget_spellings", "stores_files")
+@FEW
+@given(budget=BUDGETS, seed=payload_seeds)
+def test_a_budget_spelled_with_a_unit_bounds_the_same_bytes(
+    hicache_target: Target, budget: int, seed: int
+) -> None:
+    """A budget written with a unit (``262.144k``, ``0.262144M``, ``256Ki``) bounds exactly its bytes.
+
+    Users write ``max_size`` as HiCacheFile reads it. A unit read as another (``M`` as MiB), a
+    decimal dropped, or a spelling that quietly means no budget lets the store past what was set;
+    one read too small refuses what fits. Every unit, each in a store of its own: the folder must
+    stay within the bytes, and the newest batch of a stream three budgets long must read back."""
+    geometry = load_geometry(FAMILY)
+    for unit in [*SI, *IEC]:
+        text = spelled(budget, unit)
+        key = hicache_target.caps.bounded_capacity
+        target = replace(hicache_target, extra_config={**hicache_target.extra_config, key: text})
+        with target.storage() as storage, Rig(target, geometry, storage, page_num=PAGES) as rig:
+            fill(rig, seed, 0)
+            rounds = -(-FLOOD * budget // (PAGES * page_bytes(rig)))
+            for round_ in range(rounds):
+                store(rig, [f"u{round_}-{i}" for i in range(PAGES)])
+                held = held_at_once(storage)
+                assert held <= budget, f"{held} bytes stored under a budget of {budget} spelled {text!r}"
+            got = readable(rig, [f"u{rounds - 1}-{i}" for i in range(PAGES)], fill(rig, seed, 0))
+            assert all(all(flags) for flags in got.values()), (
+                f"under a budget of {budget} spelled {text!r} the newest batch does not read back: {got}"
+            )

@@ -211,6 +211,7 @@ SGLANG_FILE = BackendSpec(
         # LRUFileEvictor (off unless set): an LRU per instance over the .bin files whose names end
         # with its rank's suffix, evicting to eviction_ratio (0.9) of max_size before a write
         bounded_capacity="max_size",
+        budget_spellings=True,  # LRUFileEvictor reads max_size with human_readable_int
     ),
     version=VERSION,
     build_pool=build_pool,

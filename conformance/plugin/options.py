@@ -197,10 +197,29 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if current not in (DEFAULT_PROFILE, QUICK_PROFILE, "thorough"):  # the user's own: keep it, less those
         settings.register_profile(f"{current}-certification", database=None, deadline=None)
         settings.load_profile(f"{current}-certification")
+    _pin_drawn_constants()
     given = session.config.getoption("property_timeout")
     limit = SECONDS_PER_EXAMPLE * settings().max_examples if given is None else float(given)
     if limit > 0:
         session.config.stash[WATCHDOG_KEY] = Watchdog(limit, run.overruns)
+
+
+def _pin_drawn_constants() -> None:
+    """Draw constants from hypothesis's own pool only, so one seed draws the same examples anywhere.
+
+    hypothesis also draws constants it reads from the local modules loaded when a property first
+    draws one; under xdist which modules those are follows the order tests landed on a worker, so
+    a rerun with the certificate's seed drew other examples (a CI run met a geometry no run here
+    had). Pinned at the session's start, before any property draws. Internal API: where a
+    hypothesis version lacks it, nothing to pin.
+    """
+    from hypothesis.internal.conjecture import providers
+
+    constants = getattr(providers, "_local_constants", None)
+    if constants is not None and hasattr(providers, "_get_local_constants"):
+        for kind in ("integers", "floats", "bytes", "strings"):
+            getattr(constants, kind).clear()
+        providers._get_local_constants = lambda: constants
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -67,6 +67,7 @@ NIXL_CAPABILITIES = Capabilities(
     eviction_pin_seconds=30.0,
     lease_clock="reference_backend.capacity:lease_clock",
     shares_folder=True,
+    refuses_per_pool=True,  # plan.BatchPlanner.v2: a pool's malformed request fails alone
     io_modes={
         "buffered": {"use_direct_io": False},
         "direct": {"use_direct_io": True},

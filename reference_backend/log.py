@@ -875,21 +875,6 @@ class SegmentLog:
                     out.append((digest, loc))
             return out
 
-    def records_in(self, segment: Segment) -> list[tuple[bytes, Location]]:
-        """The records of ``segment`` that would read back now; the evicted ones leave the index."""
-        with self._lock:
-            out, dead = [], []
-            for rid in self._index.in_segment(segment.number).tolist():
-                digest = self._index.digest(rid)
-                loc = self._unless_evicted(digest, self._location(rid))
-                if loc is None:
-                    dead.append(rid)
-                    self._count(segment, -1, -self._index.record(rid).size)
-                else:
-                    out.append((digest, loc))
-            self._index.drop(dead)
-            return out
-
     def _bury_family(self, segment: Segment, family: bytes, seq: int) -> None:
         self._dead[family] = max(seq, self._dead.get(family, -1))
         held = self._tombs.setdefault(segment, {})
@@ -978,25 +963,6 @@ class SegmentLog:
         """The most evicting ``families`` grows the store: one counted commit of their tombstones."""
         return cls.reservation(commit_size(families)) if families else 0
 
-    def compactable(self) -> list[tuple[Segment, int, int]]:
-        """(segment, file bytes, the most compacting it grows the store before deleting it: its
-        live records moved and its tombstones carried) of every finished segment of the tenant."""
-        with self._lock:
-            self.refresh()
-            out = []
-            for segment in list(self._segments.values()):
-                size = self._alive(segment)
-                if size >= 0 and self._finished(segment):
-                    out.append((segment, size, self.moving_growth(segment)))
-            return out
-
-    def moving_growth(self, segment: Segment) -> int:
-        """The most compacting ``segment`` grows the store before deleting it: its indexed records
-        moved (evicted ones still counted: an overestimate) and its tombstones carried."""
-        count, held = self._live.get(segment, 0), self._held.get(segment, 0)
-        moved = self.reservation(pad(commit_size(count) + held, BLOCK)) if count else 0
-        return moved + self.tombstone_growth(len(self._carried(segment)))
-
     def held(self, segment: Segment) -> int:
         """Bytes of the records of ``segment`` the index points at."""
         return self._held.get(segment, 0)
@@ -1039,11 +1005,11 @@ class SegmentLog:
                     out.append((digest, loc))
             return out
 
-    def compact(self, segment: Segment, keep: set[bytes] | None = None) -> bool:
+    def compact(self, segment: Segment, keep: set[bytes]) -> bool:
         """Copy ``segment``'s live records (and tombstones still needed) forward, then delete it.
         ``keep``: the only families whose records may still be live there (the rest were just
         evicted), so the copy looks at those alone instead of every record."""
-        moving = self.records_in(segment) if keep is None else self._kept_in(segment, keep)
+        moving = self._kept_in(segment, keep)
         if moving and not self._move(moving):
             return False
         needed = self._carried(segment)

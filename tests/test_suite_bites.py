@@ -58,12 +58,14 @@ BROKEN = [
     ("no_validation", "test_bad_input", "test_keys_and_indices_of_different_lengths_are_refused"),
     ("no_validation", "test_bad_input", "test_duplicate_keys_in_one_batch_are_refused"),
     ("no_validation", "test_bad_input", "test_indices_outside_the_pool_are_refused"),
+    ("whole_call_refusal", "test_bad_input", "test_a_malformed_pool_in_a_v2_call_is_refused_alone"),
     (
         "clear_keeps_side_pools",
         "test_stateful_model",
         "test_random_operation_sequences_agree_with_a_dictionary_model",
     ),
     ("forgetful", "test_persistence", "test_a_restarted_backend_reads_back_what_it_stored"),
+    ("held_segments", "test_lifecycle", "test_entries_another_process_clears_are_gone_without_a_restart"),
     (
         "racy_staging",
         "test_concurrency",
@@ -298,6 +300,7 @@ DETERMINISTIC = {
     "test_keys_and_indices_of_different_lengths_are_refused",
     "test_duplicate_keys_in_one_batch_are_refused",
     "test_indices_outside_the_pool_are_refused",
+    "test_a_malformed_pool_in_a_v2_call_is_refused_alone",
     "test_threads_storing_and_loading_disjoint_and_shared_keys_never_tear",
     "test_a_truncated_object_is_neither_present_nor_readable",
     "test_a_writer_killed_mid_batch_leaves_every_key_whole_or_absent",

@@ -234,6 +234,7 @@ CAPABILITIES = Capabilities(
     reports_transfer_mode=False,
     enumerates_objects=True,
     decode_context_parallel=True,
+    refuses_per_pool=True,  # each transfer's request is checked and answered on its own
 )
 
 SPEC = BackendSpec("memory", MemoryBackend, CAPABILITIES, version="0.1.0")

@@ -50,6 +50,8 @@ class Job:
     barrier: str | None = None
     """A folder where ``parties`` workers meet after building their backends and before writing."""
     parties: int = 1
+    clear: bool = False
+    """Call ``clear()`` instead of writing: another process emptying the store."""
 
     def keys_of(self, round_: int) -> list[str]:
         """The keys round ``round_`` stores: the same every round, or new ones (``fresh_keys``)."""
@@ -111,6 +113,10 @@ def main(raw: str) -> int:
     target = Target(spec, job.mode, Path(job.storage).parent, extra, job.backend)
     geometry = load_geometry(job.family)
     with open_rig(target, geometry, Path(job.storage), job) as rig:
+        if job.clear:
+            rig.backend.clear()
+            print(json.dumps({"cleared": True}), flush=True)
+            return 0
         job.meet()
         pages = list(range(len(job.keys)))
         for round_ in range(job.rounds):

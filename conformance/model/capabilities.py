@@ -198,6 +198,14 @@ class Capabilities:
         "deployments of different models may share one storage folder: `clear()` in one, and its "
         "eviction where `bounded_capacity` is claimed, never removes another's entries.",
     )
+    refuses_per_pool: bool = _claim(
+        False,
+        "in one `batch_set_v2`/`batch_get_v2` naming several pools, a malformed request for one pool "
+        "(unregistered, keys and indices of different lengths, indices outside the pool or off a "
+        "page, indices of another dtype) is refused alone: the call returns, False for that pool's "
+        "keys, and moves every other pool's pages as if they had been asked alone (needs "
+        "`kv_through_v2`, so KV travels beside the side pool refused).",
+    )
 
     def __post_init__(self) -> None:
         problems: list[str] = []

@@ -85,6 +85,70 @@ def expect_refused(what: str, call: Callable[[], Any]) -> None:
         )
 
 
+MALFORMED = (
+    "an unregistered pool",
+    "keys and indices of different lengths",
+    "indices outside the pool",
+    "indices of another dtype",
+)
+
+
+def malformed(rig: Rig, pool: PoolName, how: str) -> PoolTransfer:
+    """A request for ``pool`` (or for a pool never registered) malformed as ``how`` says."""
+    spec = rig.pool(pool)
+    if how == "an unregistered pool":
+        absent = next(p for p in PoolName if p not in rig.pools)
+        return PoolTransfer(name=absent, host_indices=torch.arange(0, 1), keys=["bad-0"])
+    if how == "keys and indices of different lengths":
+        return PoolTransfer(name=pool, host_indices=rig.indices(pool, [2]), keys=["bad-0", "bad-1"])
+    if how == "indices outside the pool":
+        outside = torch.arange(spec.size, spec.size + spec.page_size, dtype=torch.int64)
+        return PoolTransfer(name=pool, host_indices=outside, keys=["bad-0"])
+    assert how == "indices of another dtype", how
+    return PoolTransfer(name=pool, host_indices=rig.indices(pool, [2]).to(torch.float32), keys=["bad-0"])
+
+
+def answered(what: str, call: Callable[[], Any]) -> dict[str, list[bool]]:
+    """The per-pool answer of a v2 call that must return, not raise."""
+    try:
+        result = call()
+    except Exception as exc:
+        raise AssertionError(
+            f"{what}: the backend raised {type(exc).__name__}: {exc}, so the caller cannot tell which "
+            "of the well-formed pool's pages it moved"
+        ) from exc
+    return {str(name): list(flags) for name, flags in dict(result).items()}
+
+
+@pytest.mark.hicache_requires("refuses_per_pool", "kv_through_v2")
+@pytest.mark.parametrize("how", MALFORMED)
+def test_a_malformed_pool_in_a_v2_call_is_refused_alone(hicache_target: Target, how: str) -> None:
+    """A malformed pool request in a v2 call gets False alone; the KV request beside it moves.
+
+    A call that raises, or answers False throughout, after moving some pages leaves the controller
+    wrong about what is stored."""
+    with guarded(hicache_target) as rig:
+        side = v2_pool(hicache_target, rig)
+        if side is None or side is PoolName.KV:
+            pytest.skip(f"no side pool of {FAMILY} is claimed, so no second pool can be malformed")
+        kv, keys = PoolName.KV, ["fresh-0", "fresh-1"]
+        pages = [bytes([0x60 + i]) * rig.pool(kv).page_nbytes() for i in range(2)]
+        for page, data in zip((2, 3), pages):
+            rig.put(kv, page, data)
+        bad = malformed(rig, side, how)
+        refused = [False] * len(bad.keys or [])
+        for verb, call in (("set", rig.backend.batch_set_v2), ("get", rig.backend.batch_get_v2)):
+            what = f"v2 {verb} of KV {keys} beside {bad.name} with {how}"
+            if verb == "get":
+                rig.pool(kv).fill(0)
+            result = answered(what, partial(call, [rig.transfer(kv, keys, [2, 3]), bad]))
+            assert result.get(str(kv)) == [True, True], f"{what}: KV answered {result.get(str(kv))}"
+            answer = result.get(str(bad.name))
+            assert answer == refused, f"{what}: {bad.name} answered {answer}, not {refused}"
+        for page, data in zip((2, 3), pages):
+            rig.expect(kv, page, data, f"KV loaded beside {bad.name} with {how}")
+
+
 def test_keys_and_indices_of_different_lengths_are_refused(hicache_target: Target) -> None:
     """Keys and host indices of different lengths get a clear error or False, through v1 and v2."""
     with guarded(hicache_target) as rig:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from conformance.harness.geometry import ModelGeometry, load_geometry
 from conformance.harness.rig import Rig, Target
 from conformance.harness.strategies import payload_seeds, render_page
-from conformance.harness.worker import Job, payload
+from conformance.harness.worker import Job, payload, store_round
 from conformance.model.interface import PoolName
 
 FAMILY = "adversarial"
@@ -146,3 +146,34 @@ def test_entries_another_process_writes_are_seen_without_a_restart(hicache_targe
                 rig.expect(
                     name, page, payload(rig.pool(name), seed, 0, name, key), "stored by another process"
                 )
+
+
+@pytest.mark.hicache_requires("persistence", "multiprocess")
+@ONE
+@given(seed=payload_seeds)
+@example(seed=0)
+def test_entries_another_process_clears_are_gone_without_a_restart(hicache_target: Target, seed: int) -> None:
+    """A running instance serves nothing of what another process's clear() removed from the store.
+
+    SGLang clears storage when the weights change: KV computed under the old weights must not be
+    served by any process afterwards, whatever it had looked up before the clear."""
+    target = hicache_target
+    geometry = load_geometry(FAMILY)
+    keys = [f"cleared-{i}" for i in range(PAGES)]
+    with target.storage() as storage, Rig(target, geometry, storage, page_num=PAGES) as rig:
+        for name in rig.pools:
+            for page, key in enumerate(keys):
+                rig.put(name, page, payload(rig.pool(name), seed, 0, name, key))
+        stored = store_round(rig, keys, list(range(PAGES)))
+        assert all(flags == [True] * PAGES for flags in stored.values()), f"stored {stored}"
+        for name in rig.pools:  # looked up, so any index or cache is warm
+            assert rig.get(name, keys, range(PAGES)) == [True] * PAGES
+        job = Job(target.ref, target.mode, str(storage), FAMILY, keys, seed=seed, clear=True)
+        done = subprocess.run(job.argv(), capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == 0, f"the clearing process failed: {done.stderr[-2000:]}"
+        if target.caps.v1_kv:
+            run = rig.backend.batch_exists(keys)
+            assert run == 0, f"batch_exists sees {run} of the {PAGES} keys another process cleared"
+        for name in rig.pools:
+            got = rig.get(name, keys, range(PAGES))
+            assert got == [False] * PAGES, f"{name}: get {got} for keys another process cleared"

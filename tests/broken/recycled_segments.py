@@ -39,7 +39,7 @@ class RecycledSegments(NixlBackend):
         assert capacity is not None
         if capacity.stored() + need <= capacity.room or self._recycled is not None:
             return True
-        finished = sorted((s for s, _, _ in log.compactable()), key=lambda s: s.name)
+        finished = sorted(log.finished_segments(), key=lambda s: s.name)
         if not finished:
             return False
         old = finished[0]

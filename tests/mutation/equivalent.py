@@ -31,10 +31,6 @@ EQUIVALENT: dict[str, str] = {
         "so a probe that goes on past one finds nothing more; only the all-zero family (stored as "
         "1, one in 2**64) would stop a probe early"
     ),
-    "reference_backend/log.py:841:ReplaceUnaryOperator_USub_UAdd:13": (
-        "records_in is reached only through compact(segment) without keep, and no caller omits "
-        "keep (eviction passes the spared families, reclaim an empty set): dead code"
-    ),
     "reference_backend/descriptors.py:46:NumberReplacer:22": (
         "numpy infers a dimension given as any negative number, not only -1: reshape(-2, 3) is "
         "reshape(-1, 3), the same rows"

@@ -68,6 +68,7 @@ NIXL_CAPABILITIES = Capabilities(
     lease_clock="reference_backend.capacity:lease_clock",
     shares_folder=True,
     refuses_per_pool=True,  # plan.BatchPlanner.v2: a pool's malformed request fails alone
+    recency_eviction=True,  # eviction_policy chain (the default) or lru: capacity.Capacity.touch
     io_modes={
         "buffered": {"use_direct_io": False},
         "direct": {"use_direct_io": True},
@@ -81,6 +82,8 @@ NIXL_CAPABILITIES = Capabilities(
             # HiCacheNixl's cleaner keys: without max_size, percent of the file system; at 100
             # nothing goes before the disk is full, so the mode is unchanged
             {"use_direct_io": True, "l3_cleaner_high_watermark": 100, "l3_cleaner_low_watermark": 100},
+            # what matters only under a budget (no pin after exists, the oldest segment first)
+            {"use_direct_io": True, "pin_seconds": 0, "eviction_policy": "fifo"},
         ),
         "direct-uring": (
             {"use_direct_io": "true", "plugin": {"posix": {"active": "true", "use_uring": "true"}}},
@@ -108,6 +111,7 @@ NIXL_OBJ_CAPABILITIES = replace(
     budget_spellings=False,
     eviction_pin_seconds=0.0,
     lease_clock="",
+    recency_eviction=False,
 )
 """The file target's claims, less what a bucket cannot give the suite: files to damage, O_DIRECT."""
 

@@ -218,6 +218,26 @@ BROKEN = [
         "test_capacity_and_eviction",
         "test_a_deployment_keeps_a_share_of_its_budget_whatever_another_deployment_keeps_in_the_folder",
     ),
+    (
+        "orphaned_segments",
+        "test_capacity_and_eviction",
+        "test_what_killed_writers_left_is_evicted_like_any_other_entry",
+    ),
+    (
+        "age_only_eviction",
+        "test_capacity_and_eviction",
+        "test_entries_read_between_every_two_writes_are_never_evicted",
+    ),
+    (
+        "fixed_size_index",
+        "test_large_batches",
+        "test_an_instance_holding_thousands_of_entries_finds_and_reads_every_one",
+    ),
+    (
+        "fixed_size_index",
+        "test_lifecycle",
+        "test_thousands_of_entries_another_process_writes_are_all_seen_without_a_restart",
+    ),
     # issue 32, a full store never locks up
     (
         "compaction_without_headroom",

@@ -198,6 +198,12 @@ class Capabilities:
         "deployments of different models may share one storage folder: `clear()` in one, and its "
         "eviction where `bounded_capacity` is claimed, never removes another's entries.",
     )
+    recency_eviction: bool = _claim(
+        False,
+        "under `bounded_capacity`, a read counts as a use: entries read since are evicted after "
+        "entries not used since they were written (least recently used first, at whatever "
+        "granularity the backend evicts: a read keeps what it touched).",
+    )
     refuses_per_pool: bool = _claim(
         False,
         "in one `batch_set_v2`/`batch_get_v2` naming several pools, a malformed request for one pool "

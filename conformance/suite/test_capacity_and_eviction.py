@@ -21,7 +21,7 @@ from dataclasses import replace
 from decimal import Decimal
 
 import pytest
-from hypothesis import given, note, settings
+from hypothesis import example, given, note, settings
 from hypothesis import strategies as st
 
 from conformance.harness.geometry import load_geometry
@@ -50,6 +50,8 @@ ANY_BUDGET = st.integers(160 << 10, 512 << 10)
 """Budgets of any size from 160 KiB (four of the largest batches) to 512 KiB, not only round ones."""
 FEW = settings(max_examples=max(2, settings().max_examples // 4))
 ONE = settings(max_examples=max(1, settings().max_examples // 12))
+CRASHES = 8
+"""Writers killed in turn, at most: with one partly written file each, enough to fill a budget."""
 
 
 def bounded(target: Target, budget: int) -> Target:
@@ -281,6 +283,100 @@ def test_two_processes_writing_at_once_stay_within_one_budget(
                 err.seek(0)
                 assert proc.returncode == 0, f"a writer failed: {err.read().decode()[-2000:]}"
         assert watch.peak <= budget, f"two processes stored {watch.peak} bytes under one budget of {budget}"
+
+
+def _killed_writer(job: Job, rounds: int) -> int:
+    """Run ``job`` in a process of its own and SIGKILL it once it has stored ``rounds`` rounds,
+    its next batch already on its way; the rounds it reported stored."""
+    done = 0
+    with subprocess.Popen(job.argv(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as proc:
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                done += '"round"' in line
+                if done >= rounds:
+                    break
+        finally:
+            proc.kill()
+    return done
+
+
+@pytest.mark.hicache_requires("bounded_capacity", "stores_files", "persistence", "multiprocess")
+@ONE
+@given(budget=BUDGETS, seed=payload_seeds, crashes=st.integers(1, CRASHES), rounds=st.integers(1, 3))
+@example(budget=256 << 10, seed=0, crashes=CRASHES, rounds=2)
+def test_what_killed_writers_left_is_evicted_like_any_other_entry(
+    hicache_target: Target, budget: int, seed: int, crashes: int, rounds: int
+) -> None:
+    """What writers killed mid-stream left behind never keeps a later instance from storing.
+
+    ``crashes`` writers in turn, each SIGKILLed after ``rounds`` batches with its next one on its
+    way, as a rank in a crash loop. If what a killed writer was writing stays "in use" for good,
+    every crash takes a share of the budget, and after a few nothing fits. The next instance then
+    streams ``FLOOD`` budgets of fresh writes: every batch is stored, the folder stays within the
+    budget, and the newest batch reads back."""
+    target = bounded(hicache_target, budget)
+    geometry = load_geometry(FAMILY)
+    with target.storage() as storage:
+        with Rig(target, geometry, storage, page_num=PAGES) as probe:
+            per_round = PAGES * page_bytes(probe)
+        for crash in range(crashes):
+            job = Job(
+                target.ref,
+                target.mode,
+                str(storage),
+                FAMILY,
+                [f"killed{crash}-{i}" for i in range(PAGES)],
+                seed,
+                rounds=rounds + 4,  # more than it lives to write
+                fresh_keys=True,
+                extra={target.caps.bounded_capacity: budget},
+            )
+            done = _killed_writer(job, rounds)
+            assert done >= rounds, f"writer {crash} stopped after {done} of {rounds} rounds"
+        note(f"{crashes} writers killed after {rounds} rounds of {per_round} payload bytes each")
+        with Rig(target, geometry, storage, page_num=PAGES) as rig:
+            fill(rig, seed, 0)
+            after = -(-FLOOD * budget // per_round)
+            keys: list[str] = []
+            for round_ in range(after):
+                keys = [f"after-{round_}-{i}" for i in range(PAGES)]
+                got = store(rig, keys)
+                history = f"write {round_} of {after}, after {crashes} writers were killed"
+                assert all(all(flags) for flags in got.values()), f"{history}: refused {got}"
+                held = held_at_once(storage)
+                assert held <= budget, f"{history}: {held} bytes stored under a budget of {budget}"
+            got = readable(rig, keys, fill(rig, seed, 0))
+            assert all(all(flags) for flags in got.values()), f"the newest batch does not read back: {got}"
+
+
+@pytest.mark.hicache_requires("bounded_capacity", "recency_eviction")
+@FEW
+@given(budget=st.sampled_from([2 << 20, 3 << 20]), seed=payload_seeds)
+def test_entries_read_between_every_two_writes_are_never_evicted(
+    hicache_target: Target, budget: int, seed: int
+) -> None:
+    """Under a budget, entries read after every write stay, however much else is written and evicted.
+
+    The entries are the store's oldest writes and its most recently used ones throughout ``FLOOD``
+    budgets of fresh writes that are never read: the victims must be those. A store that evicts
+    by age alone loses what its users read most (a shared system prompt's pages)."""
+    target = bounded(hicache_target, budget)
+    geometry = load_geometry(FAMILY)
+    with target.storage() as storage, Rig(target, geometry, storage, page_num=PAGES) as rig:
+        per_round = PAGES * page_bytes(rig)
+        kept = [f"read-{i}" for i in range(PAGES)]
+        want = fill(rig, seed, 0)
+        assert all(all(flags) for flags in store(rig, kept).values())
+        rounds = -(-FLOOD * budget // per_round)
+        for round_ in range(rounds):
+            fill(rig, seed, 1)
+            store(rig, [f"unread-{round_}-{i}" for i in range(PAGES)])
+            got = readable(rig, kept, want)
+            assert all(all(flags) for flags in got.values()), (
+                f"after write {round_} of {rounds} ({(round_ + 1) * per_round} payload bytes under a budget "
+                f"of {budget}), the entries read after every write were evicted: {got}"
+            )
 
 
 def _presence(keys: list[str], have: dict[PoolName, list[bool]]) -> Callable[[str, str], bool]:

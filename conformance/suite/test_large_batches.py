@@ -3,7 +3,8 @@
 The hybrid cache controller (SGLang 0.5.23) chunks KV into 128-page batches, but hands each side
 pool's whole span to ``batch_set_v2``/``batch_get_v2`` at once and asks ``batch_exists_v2`` about
 the whole span. A backend whose buffers hold 128 pages must still move and count all of them, and
-one whose transport queues a few thousand objects must still keep a long context's span.
+one whose transport queues a few thousand objects must still keep a long context's span. And one
+instance holds thousands of entries, not the few hundred most properties store.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from conformance.harness.geometry import ModelGeometry
+from conformance.harness.geometry import ModelGeometry, load_geometry
 from conformance.harness.rig import Rig, Target
 from conformance.harness.strategies import payload_seeds, render_page
 from conformance.model.interface import PoolHitPolicy, PoolName
@@ -27,6 +28,10 @@ LONG_CONTEXT_PAGES = 512
 """A 32K-token context at SGLang's usual 64-token pages: the span a long prompt hands each side pool."""
 STORE_CHUNK = 64
 """The exists property stores in small batches, so that it tests exists alone."""
+MANY = 2048
+"""Entries one instance holds in the thousands property: an index or table sized for the few
+hundred entries of the other properties must grow past them."""
+ONE = settings(max_examples=max(1, settings().max_examples // 12))
 
 
 @pytest.mark.parametrize("geometry", HYBRID, ids=ids(HYBRID))
@@ -127,3 +132,50 @@ def test_exists_over_spans_of_hundreds_of_pages_matches_the_oracle(
         expected = expected_exists_v2(keys, transfers, present)
         problems = check_exists_result(rig.backend.batch_exists_v2(keys, transfers), expected)
         assert not problems, f"batch_exists_v2 over {pages} keys: " + "; ".join(problems)
+
+
+@pytest.mark.hicache_requires("v1_kv")
+@ONE
+@given(seed=payload_seeds)
+def test_an_instance_holding_thousands_of_entries_finds_and_reads_every_one(
+    hicache_target: Target, seed: int
+) -> None:
+    """Thousands of entries stored through one instance all answer exists and read back exactly.
+
+    And again after a restart where the backend persists: a table sized for the few hundred
+    entries of the other properties must grow, on the write path and on the restart's."""
+    kv, chunk = PoolName.KV, CONTROLLER_CHUNK
+    geometry = load_geometry("adversarial")  # KV pages of 512 bytes: thousands stay a few MiB
+    batches = [[f"many-{b}-{i}" for i in range(chunk)] for b in range(MANY // chunk)]
+    with hicache_target.storage() as storage:
+        with Rig(hicache_target, geometry, storage, page_num=chunk) as rig:
+            for b, keys in enumerate(batches):
+                for page, data in enumerate(_many_pages(rig, seed, b)):
+                    rig.put(kv, page, data)
+                stored = rig.set(kv, keys, range(chunk))
+                assert stored == [True] * chunk, (
+                    f"batch {b} of {len(batches)}: stored {stored.count(True)} of {chunk}"
+                )
+            _finds_every_one(rig, batches, seed, "stored")
+        if hicache_target.caps.persistence:
+            with Rig(hicache_target, geometry, storage, page_num=chunk) as again:
+                _finds_every_one(again, batches, seed, "stored before a restart")
+
+
+def _many_pages(rig: Rig, seed: int, batch: int) -> list[bytes]:
+    """The KV bytes of the thousands property's batch ``batch``, one page a key."""
+    chunk = CONTROLLER_CHUNK
+    return [render_page(rig.pool(PoolName.KV), seed, 3, salt=batch * chunk + p) for p in range(chunk)]
+
+
+def _finds_every_one(rig: Rig, batches: list[list[str]], seed: int, how: str) -> None:
+    """Every batch's keys answer exists and read back their own bytes."""
+    kv, chunk = PoolName.KV, CONTROLLER_CHUNK
+    for b, keys in enumerate(batches):
+        run = rig.backend.batch_exists(keys)
+        assert run == chunk, f"batch {b}: batch_exists says {run} of {chunk}, with {MANY} entries {how}"
+        rig.pool(kv).fill(0)
+        got = rig.get(kv, keys, range(chunk))
+        assert got == [True] * chunk, f"batch {b}: read back {got.count(True)} of {chunk}, {how}"
+        for page, data in enumerate(_many_pages(rig, seed, b)):
+            rig.expect(kv, page, data, f"{keys[page]!r}, one of {MANY} entries {how}")

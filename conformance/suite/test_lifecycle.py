@@ -24,6 +24,8 @@ PAGES = 3
 FEW = settings(max_examples=max(2, settings().max_examples // 2))
 ONE = settings(max_examples=max(1, settings().max_examples // 12))
 """Each example starts a Python process (seconds): one by default, more in the thorough profile."""
+MANY, MANY_CHUNK = 2048, 128
+"""Entries another process writes in the thousands property, in batches of SGLang's controller size."""
 
 
 def _version(rig: Rig, name: PoolName, seed: int, instance: int, page: int) -> bytes:
@@ -146,6 +148,43 @@ def test_entries_another_process_writes_are_seen_without_a_restart(hicache_targe
                 rig.expect(
                     name, page, payload(rig.pool(name), seed, 0, name, key), "stored by another process"
                 )
+
+
+@pytest.mark.hicache_requires("persistence", "multiprocess")
+@ONE
+@given(seed=payload_seeds)
+def test_thousands_of_entries_another_process_writes_are_all_seen_without_a_restart(
+    hicache_target: Target, seed: int
+) -> None:
+    """Thousands of entries another process stores after this instance looked are all seen, exactly.
+
+    What an instance learns of other writers is indexed entry by entry as it finds it, not in the
+    bulk of its own writes: an index that grows only on the bulk path holds a few hundred found
+    entries and then no more."""
+    target = hicache_target
+    geometry = load_geometry(FAMILY)
+    chunk, rounds = MANY_CHUNK, MANY // MANY_CHUNK
+    base = [f"seen-{i}" for i in range(chunk)]
+    with target.storage() as storage, Rig(target, geometry, storage, page_num=chunk) as rig:
+        for name in rig.pools:
+            assert rig.get(name, base[:1], [0]) == [False]  # look first, so the index is warm
+        job = Job(
+            target.ref, target.mode, str(storage), FAMILY, base, seed=seed, rounds=rounds, fresh_keys=True
+        )
+        done = subprocess.run(job.argv(), capture_output=True, text=True, timeout=600, check=False)
+        assert done.returncode == 0, f"the writer process failed: {done.stderr[-2000:]}"
+        for round_ in range(rounds):
+            keys = job.keys_of(round_)
+            if target.caps.v1_kv:
+                run = rig.backend.batch_exists(keys)
+                assert run == chunk, f"round {round_}: batch_exists sees {run} of {chunk}, of {MANY} written"
+            for name in rig.pools:
+                rig.pool(name).fill(0)
+                got = rig.get(name, keys, range(chunk))
+                assert got == [True] * chunk, f"round {round_}: {name} read back {got.count(True)} of {chunk}"
+                for page, key in enumerate(keys):
+                    want = payload(rig.pool(name), seed, round_, name, key)
+                    rig.expect(name, page, want, f"one of {MANY} entries another process stored")
 
 
 @pytest.mark.hicache_requires("persistence", "multiprocess")

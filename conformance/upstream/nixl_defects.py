@@ -131,6 +131,7 @@ TRAFFIC_DIRECT_FALLOUT = [
     "test_the_newest_version_wins_across_any_number_of_restarts",
     "test_entries_another_process_writes_are_seen_without_a_restart",
     "test_entries_another_process_clears_are_gone_without_a_restart",
+    "test_thousands_of_entries_another_process_writes_are_all_seen_without_a_restart",
 ]
 
 SGLANG_NIXL_DEFECTS: dict[str, str] = {

@@ -1,0 +1,32 @@
+"""Defect: a segment another process was writing counts as in use until it is sealed, so the
+segment a killed writer left open is never evicted: each crash keeps a share of the budget for
+good, and once crashes have taken it all, every write is refused."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from conformance.model.capabilities import BackendSpec
+from conformance.model.interface import HiCacheStorageConfig
+from conformance.targets import NIXL_CAPABILITIES
+from reference_backend.backend import NixlBackend
+from reference_backend.log import Segment
+
+
+class OrphanedSegments(NixlBackend):
+    def __init__(
+        self,
+        storage_config: HiCacheStorageConfig,
+        location: str | os.PathLike[str] | dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(storage_config, location)
+        log = self.log
+
+        def finished(segment: Segment) -> bool:
+            return segment is not log._writer and (segment.own or segment.sealed)
+
+        log._finished = finished  # type: ignore[method-assign]
+
+
+SPEC = BackendSpec("broken-orphaned-segments", OrphanedSegments, NIXL_CAPABILITIES)

@@ -7,10 +7,6 @@ Keyed by ``Mutant.ident`` (path:line:operator:occurrence), which holds while the
 from __future__ import annotations
 
 EQUIVALENT: dict[str, str] = {
-    "reference_backend/log.py:955:ExceptionReplacer:11": (
-        "the ValueError it no longer catches comes only from a segment name without a process id "
-        "in its second field, and every segment name the log writes has one"
-    ),
     "reference_backend/log.py:1156:ReplaceAndWithOr:29": (
         "no checkpoint is ever written: a restart scans the log instead, which serves the same "
         "entries (the checkpoint saves restart time only, as a cache would)"

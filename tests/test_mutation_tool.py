@@ -66,3 +66,24 @@ def test_a_sample_that_finished_is_scored_without_a_calibration(
     (tmp_path / "results-direct-seed0.jsonl").write_text(json.dumps(asdict(outcome)) + "\n")
     assert tool.main(["--sample", "1", "--workdir", str(tmp_path)]) == 0
     assert "score: 1 / 1 non-equivalent = 100.0%" in capsys.readouterr().out
+
+
+def test_a_run_the_watchdog_ended_names_the_property_that_hung() -> None:
+    """A hang is a kill only once confirmed, so the tool must know which property to rerun."""
+    output = (
+        "hicache-conformance: certifying nixl (mode direct): 1 property in 1 family, hypothesis seed 0\n"
+        "hicache-conformance: test_lifecycle.py::test_x[a]: it ran past its time limit of 180 s; "
+        "ending this process\n"
+    )
+    assert tool.OVERRUN.search(output)
+    assert tool._killer(output) == "conformance/suite/test_lifecycle.py::test_x[a] (past its time limit)"
+    assert tool._killer("FAILED conformance/suite/test_a.py::test_b - AssertionError\n") == (
+        "conformance/suite/test_a.py::test_b"
+    )
+
+
+def test_the_hang_limit_is_a_multiple_of_the_slowest_property_with_a_floor() -> None:
+    quick = tool.Calibration(1.0, {"a": 0.5, "b": 2.0}, {}, {})
+    slow = tool.Calibration(1.0, {"a": 30.0}, {}, {})
+    assert tool.hang_limit(quick) == tool.HANG_FLOOR
+    assert tool.hang_limit(slow) == 30.0 * tool.HANG_FACTOR

@@ -135,19 +135,7 @@ def test_entries_another_process_writes_are_seen_without_a_restart(hicache_targe
         job = Job(target.ref, target.mode, str(storage), FAMILY, keys, seed=seed)
         done = subprocess.run(job.argv(), capture_output=True, text=True, timeout=300, check=False)
         assert done.returncode == 0, f"the writer process failed: {done.stderr[-2000:]}"
-        if target.caps.v1_kv:
-            run = rig.backend.batch_exists(keys)
-            assert run == PAGES, f"batch_exists sees {run} of the {PAGES} keys another process stored"
-        for name in rig.pools:
-            rig.pool(name).fill(0)
-            got = rig.get(name, keys, range(PAGES))
-            assert got == [True] * PAGES, (
-                f"{name}: get {got} for keys another process stored after this one started"
-            )
-            for page, key in enumerate(keys):
-                rig.expect(
-                    name, page, payload(rig.pool(name), seed, 0, name, key), "stored by another process"
-                )
+        _sees_what_another_process_stored(rig, keys, seed, 0, "after this one started")
 
 
 @pytest.mark.hicache_requires("persistence", "multiprocess")
@@ -174,17 +162,25 @@ def test_thousands_of_entries_another_process_writes_are_all_seen_without_a_rest
         done = subprocess.run(job.argv(), capture_output=True, text=True, timeout=600, check=False)
         assert done.returncode == 0, f"the writer process failed: {done.stderr[-2000:]}"
         for round_ in range(rounds):
-            keys = job.keys_of(round_)
-            if target.caps.v1_kv:
-                run = rig.backend.batch_exists(keys)
-                assert run == chunk, f"round {round_}: batch_exists sees {run} of {chunk}, of {MANY} written"
-            for name in rig.pools:
-                rig.pool(name).fill(0)
-                got = rig.get(name, keys, range(chunk))
-                assert got == [True] * chunk, f"round {round_}: {name} read back {got.count(True)} of {chunk}"
-                for page, key in enumerate(keys):
-                    want = payload(rig.pool(name), seed, round_, name, key)
-                    rig.expect(name, page, want, f"one of {MANY} entries another process stored")
+            _sees_what_another_process_stored(
+                rig, job.keys_of(round_), seed, round_, f"round {round_} of {MANY}"
+            )
+
+
+def _sees_what_another_process_stored(rig: Rig, keys: list[str], seed: int, round_: int, what: str) -> None:
+    """Every key another process stored in round ``round_`` counts in exists and reads back its bytes."""
+    if rig.target.caps.v1_kv:
+        run = rig.backend.batch_exists(keys)
+        assert run == len(keys), (
+            f"{what}: batch_exists sees {run} of the {len(keys)} keys another process stored"
+        )
+    for name in rig.pools:
+        rig.pool(name).fill(0)
+        got = rig.get(name, keys, range(len(keys)))
+        assert got == [True] * len(keys), f"{name}: get {got} for keys another process stored, {what}"
+        for page, key in enumerate(keys):
+            want = payload(rig.pool(name), seed, round_, name, key)
+            rig.expect(name, page, want, f"stored by another process, {what}")
 
 
 @pytest.mark.hicache_requires("persistence", "multiprocess")

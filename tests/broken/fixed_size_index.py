@@ -3,26 +3,18 @@ whatever the instance writes or finds on disk after it is full is stored and nev
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from typing import Any
 
 from conformance.model.capabilities import BackendSpec
-from conformance.model.interface import HiCacheStorageConfig
 from conformance.targets import NIXL_CAPABILITIES
-from reference_backend.backend import NixlBackend
 from reference_backend.index import Record
+from tests.broken import Patched
 
 SLOTS = 1024
 
 
-class FixedSizeIndex(NixlBackend):
-    def __init__(
-        self,
-        storage_config: HiCacheStorageConfig,
-        location: str | os.PathLike[str] | dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(storage_config, location)
+class FixedSizeIndex(Patched):
+    def patch(self) -> None:
         index = self.log._index
         put, append = index.put, index.append
 

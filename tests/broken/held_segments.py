@@ -6,23 +6,15 @@ space of every deleted segment stays taken while the instance runs."""
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from conformance.model.capabilities import BackendSpec
-from conformance.model.interface import HiCacheStorageConfig
 from conformance.targets import NIXL_CAPABILITIES
-from reference_backend.backend import NixlBackend
 from reference_backend.log import Segment
+from tests.broken import Patched
 
 
-class HeldSegments(NixlBackend):
-    def __init__(
-        self,
-        storage_config: HiCacheStorageConfig,
-        location: str | os.PathLike[str] | dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(storage_config, location)
-
+class HeldSegments(Patched):
+    def patch(self) -> None:
         def alive(segment: Segment) -> int:
             try:
                 return os.fstat(segment.fd).st_size

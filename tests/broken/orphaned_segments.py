@@ -4,23 +4,14 @@ good, and once crashes have taken it all, every write is refused."""
 
 from __future__ import annotations
 
-import os
-from typing import Any
-
 from conformance.model.capabilities import BackendSpec
-from conformance.model.interface import HiCacheStorageConfig
 from conformance.targets import NIXL_CAPABILITIES
-from reference_backend.backend import NixlBackend
 from reference_backend.log import Segment
+from tests.broken import Patched
 
 
-class OrphanedSegments(NixlBackend):
-    def __init__(
-        self,
-        storage_config: HiCacheStorageConfig,
-        location: str | os.PathLike[str] | dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(storage_config, location)
+class OrphanedSegments(Patched):
+    def patch(self) -> None:
         log = self.log
 
         def finished(segment: Segment) -> bool:

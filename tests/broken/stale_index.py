@@ -6,22 +6,13 @@ share a store (MLA's replicated KV) miss each other's entries for the life of th
 
 from __future__ import annotations
 
-import os
-from typing import Any
-
 from conformance.model.capabilities import BackendSpec
-from conformance.model.interface import HiCacheStorageConfig
 from conformance.targets import NIXL_CAPABILITIES
-from reference_backend.backend import NixlBackend
+from tests.broken import Patched
 
 
-class StaleIndexBackend(NixlBackend):
-    def __init__(
-        self,
-        storage_config: HiCacheStorageConfig,
-        location: str | os.PathLike[str] | dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(storage_config, location)
+class StaleIndexBackend(Patched):
+    def patch(self) -> None:
         log = self.log
         first_look = log.refresh
         looked: list[bool] = []

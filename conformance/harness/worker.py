@@ -14,8 +14,10 @@ import json
 import os
 import resource
 import signal
+import subprocess
 import sys
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -74,6 +76,20 @@ class Job:
 
     def argv(self) -> list[str]:
         return [sys.executable, "-m", "conformance.harness.worker", json.dumps(asdict(self))]
+
+
+def reports(stream: Iterable[str]) -> Iterator[dict[str, Any]]:
+    """A worker's JSON lines, as they come."""
+    for line in stream:
+        if line.startswith("{"):
+            yield json.loads(line)
+
+
+def run_to_end(job: Job, timeout: float = 120) -> list[dict[str, Any]]:
+    """Run ``job`` in a process of its own until it exits, which must be cleanly; its round reports."""
+    done = subprocess.run(job.argv(), capture_output=True, text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, f"worker failed ({done.returncode}): {done.stderr[-2000:]}"
+    return [r for r in reports(done.stdout.splitlines()) if "round" in r]
 
 
 def payload(pool: HostPoolDouble, seed: int, round_: int, name: PoolName, key: str) -> bytes:

@@ -28,7 +28,7 @@ from conformance.harness.geometry import load_geometry
 from conformance.harness.leases import lease_time
 from conformance.harness.rig import Rig, Target, byte_difference
 from conformance.harness.strategies import payload_seeds, render_page
-from conformance.harness.worker import Job
+from conformance.harness.worker import Job, reports
 from conformance.model.interface import PoolName
 from conformance.model.oracle import check_exists_result, expected_exists_v2
 from conformance.model.sharing import Shape
@@ -296,8 +296,8 @@ def _killed_writer(job: Job, rounds: int) -> int:
     with subprocess.Popen(job.argv(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True) as proc:
         try:
             assert proc.stdout is not None
-            for line in proc.stdout:
-                done += '"round"' in line
+            for report in reports(proc.stdout):
+                done += "round" in report
                 if done >= rounds:
                     break
         finally:

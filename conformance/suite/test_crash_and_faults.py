@@ -12,14 +12,12 @@ batch, only the bytes the one victim's write changed, so its neighbours' records
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
 
 import numpy as np
 import pytest
@@ -31,7 +29,7 @@ from conformance.doubles.hostpools import MISALIGNMENT
 from conformance.doubles.side_pools import MultiRegionHostPool
 from conformance.harness.geometry import load_geometry
 from conformance.harness.rig import Rig, Target, byte_difference
-from conformance.harness.worker import Job, payload
+from conformance.harness.worker import Job, payload, reports, run_to_end
 from conformance.model.interface import PoolName
 
 KILL_FAMILY = "nemotron_h_mamba2"
@@ -61,19 +59,6 @@ def _audit(rig: Rig, keys: list[str], seed: int, rounds: int) -> dict[str, int]:
     return seen
 
 
-def _reports(stream: IO[str]) -> Iterator[dict[str, Any]]:
-    """The worker's JSON lines, as they come."""
-    for line in stream:
-        if line.startswith("{"):
-            yield json.loads(line)
-
-
-def _run(job: Job, timeout: float = 120) -> list[dict[str, Any]]:
-    done = subprocess.run(job.argv(), capture_output=True, text=True, timeout=timeout, check=False)
-    assert done.returncode == 0, f"worker failed ({done.returncode}): {done.stderr[-2000:]}"
-    return [r for r in map(json.loads, filter(lambda x: x.startswith('{"round"'), done.stdout.splitlines()))]
-
-
 @pytest.mark.parametrize("fresh", [False, True], ids=["overwriting", "fresh-keys"])
 @pytest.mark.parametrize("share", [0.0, 0.5], ids=["at-once", "mid-batch"])
 @pytest.mark.hicache_requires("persistence", reason="a restart must see what was stored")
@@ -101,7 +86,7 @@ def test_a_writer_killed_mid_batch_leaves_every_key_whole_or_absent(
         with subprocess.Popen(job.argv(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
             try:
                 assert proc.stdout is not None
-                lines = _reports(proc.stdout)
+                lines = reports(proc.stdout)
                 first = next((r for r in lines if "round" in r), {})
                 if first.get("round") != 0 or next(lines, {}).get("writing") != 1:
                     proc.wait(timeout=60)
@@ -146,7 +131,7 @@ def test_a_file_size_limit_fails_writes_cleanly(hicache_target: Target, limit: i
             seed=5,
             file_size_limit=limit,
         )
-        (report,) = _run(job)
+        (report,) = run_to_end(job)
         results = report["results"]
         assert isinstance(results, dict)
         with Rig(hicache_target, geometry, storage, page_num=len(keys)) as rig:
@@ -197,14 +182,14 @@ def test_a_read_only_store_refuses_writes_and_keeps_its_entries(hicache_target: 
     new_keys = [f"ro-new-{i}" for i in range(2)]
     geometry = load_geometry(LIMIT_FAMILY)
     with hicache_target.storage() as storage:
-        (first,) = _run(
+        (first,) = run_to_end(
             Job(hicache_target.ref, hicache_target.mode, str(storage), LIMIT_FAMILY, keys, seed=1)
         )
         assert all(all(flags) for flags in first["results"].values()), (
             f"the first set answered {first['results']}"
         )
         with read_only_view(storage) as view:
-            (second,) = _run(
+            (second,) = run_to_end(
                 Job(hicache_target.ref, hicache_target.mode, str(view), LIMIT_FAMILY, keys + new_keys, seed=2)
             )
         results = second["results"]

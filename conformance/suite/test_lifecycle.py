@@ -6,7 +6,6 @@ layout for the same model, and in a multi-process deployment other ranks write w
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import replace
 
 import pytest
@@ -16,7 +15,7 @@ from hypothesis import strategies as st
 from conformance.harness.geometry import ModelGeometry, load_geometry
 from conformance.harness.rig import Rig, Target
 from conformance.harness.strategies import payload_seeds, render_page
-from conformance.harness.worker import Job, payload, store_round
+from conformance.harness.worker import Job, payload, run_to_end, store_round
 from conformance.model.interface import PoolName
 
 FAMILY = "adversarial"
@@ -133,8 +132,7 @@ def test_entries_another_process_writes_are_seen_without_a_restart(hicache_targe
         for name in rig.pools:  # look first, so any index or listing cache is warm and empty
             assert rig.get(name, keys, range(PAGES)) == [False] * PAGES
         job = Job(target.ref, target.mode, str(storage), FAMILY, keys, seed=seed)
-        done = subprocess.run(job.argv(), capture_output=True, text=True, timeout=300, check=False)
-        assert done.returncode == 0, f"the writer process failed: {done.stderr[-2000:]}"
+        run_to_end(job, timeout=300)
         _sees_what_another_process_stored(rig, keys, seed, 0, "after this one started")
 
 
@@ -159,8 +157,7 @@ def test_thousands_of_entries_another_process_writes_are_all_seen_without_a_rest
         job = Job(
             target.ref, target.mode, str(storage), FAMILY, base, seed=seed, rounds=rounds, fresh_keys=True
         )
-        done = subprocess.run(job.argv(), capture_output=True, text=True, timeout=600, check=False)
-        assert done.returncode == 0, f"the writer process failed: {done.stderr[-2000:]}"
+        run_to_end(job, timeout=600)
         for round_ in range(rounds):
             _sees_what_another_process_stored(
                 rig, job.keys_of(round_), seed, round_, f"round {round_} of {MANY}"
@@ -204,8 +201,7 @@ def test_entries_another_process_clears_are_gone_without_a_restart(hicache_targe
         for name in rig.pools:  # looked up, so any index or cache is warm
             assert rig.get(name, keys, range(PAGES)) == [True] * PAGES
         job = Job(target.ref, target.mode, str(storage), FAMILY, keys, seed=seed, clear=True)
-        done = subprocess.run(job.argv(), capture_output=True, text=True, timeout=300, check=False)
-        assert done.returncode == 0, f"the clearing process failed: {done.stderr[-2000:]}"
+        run_to_end(job, timeout=300)
         if target.caps.v1_kv:
             run = rig.backend.batch_exists(keys)
             assert run == 0, f"batch_exists sees {run} of the {PAGES} keys another process cleared"

@@ -43,6 +43,10 @@ MOONCAKE_EMPTY_REGION = (
     "MambaPoolHost reports in get_page_buffer_meta) fails the whole page's put: Ring-2.5's "
     "lightning state is never stored"
 )
+MOONCAKE_LEASED_CLEAR = (
+    "clear() (remove_all) skips objects still under Mooncake's 10 s lease: an entry written or "
+    "read just before a clear is still found after it"
+)
 SGLANG_MOONCAKE_DEFECTS: dict[str, str] = {
     "test_indices_outside_the_pool_are_refused[*]": MOONCAKE_UNCHECKED,
     "test_indices_off_a_page_boundary_are_refused": MOONCAKE_UNCHECKED,
@@ -54,14 +58,7 @@ SGLANG_MOONCAKE_DEFECTS: dict[str, str] = {
     "test_an_empty_batch_does_nothing": MOONCAKE_ASSERTS,
     "test_every_config_pool_and_key_has_its_own_stored_object[*]": MOONCAKE_NAMES,
     "test_clear_in_one_deployment_never_removes_another_deployments_entries[*]": MOONCAKE_CLEAR,
-    **dict.fromkeys(
-        [
-            "test_keys_that_differ_only_in_what_a_backend_may_normalize_stay_distinct",
-            "test_entries_another_process_clears_are_gone_without_a_restart",
-        ],
-        "clear() (remove_all) skips objects still under Mooncake's 10 s lease: an entry written or "
-        "read just before a clear is still found after it",
-    ),
+    "test_keys_that_differ_only_in_what_a_backend_may_normalize_stay_distinct": MOONCAKE_LEASED_CLEAR,
     **dict.fromkeys(
         [
             f"{t}[{g}]"
@@ -143,6 +140,12 @@ SGLANG_MOONCAKE_INTERMITTENT: dict[str, str] = {
         "batch_set_v2 reports True for a page that does not yet read back (finding 23; only when "
         "two writers' puts of one key overlap)"
     ),
+    # the clear runs in a worker process: one that takes over 10 s to start (a loaded machine) finds
+    # the lease over and clears everything
+    "test_entries_another_process_clears_are_gone_without_a_restart": (
+        f"{MOONCAKE_LEASED_CLEAR}; here the clear comes from another process, which clears everything "
+        "when it starts more than 10 s after the last read, as on a loaded machine"
+    ),
     # up to 300 pages of DeepSeek-V4 is up to 2,400 objects: over 2,048 only the drain's speed decides
     "test_side_pool_batches_over_128_pages_round_trip_in_one_v2_call[deepseek_v4]": (
         f"{MOONCAKE_QUEUE}; up to 300 pages of DeepSeek-V4 straddle that queue, so whether the batch "
@@ -150,4 +153,4 @@ SGLANG_MOONCAKE_INTERMITTENT: dict[str, str] = {
     ),
 }
 """Defects of MooncakeStore that show only when timing goes just so (two writers' puts overlap, a
-queue drains slowly): non-strict."""
+queue drains slowly, a clear comes within the lease): non-strict."""

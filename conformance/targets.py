@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from conformance.model.capabilities import SIDE_POOLS, BackendSpec, Capabilities
 from conformance.model.interface import HiCacheStorageConfig, PoolHitPolicy
@@ -24,7 +25,7 @@ from conformance.servers.s3server import (
 )
 from reference_backend import __version__
 from reference_backend.backend import NixlBackend
-from reference_backend.obj import NixlObjBackend
+from reference_backend.obj import NixlObjBackend, ObjConfig
 
 
 def nixl_factory(config: HiCacheStorageConfig, storage_dir: Path) -> NixlBackend:
@@ -35,7 +36,20 @@ def nixl_factory(config: HiCacheStorageConfig, storage_dir: Path) -> NixlBackend
 def nixl_obj_factory(config: HiCacheStorageConfig, storage_dir: Path) -> NixlObjBackend:
     """The object-store target: endpoint, bucket and credentials from the environment (see
     :mod:`conformance.servers.s3server`), unless the config names its own."""
-    extra = dict(config.extra_config or {})
+    return NixlObjBackend(replace(config, extra_config=_on_the_server(config.extra_config)), storage_dir)
+
+
+def nixl_obj_forget(storage_dir: Path) -> None:
+    """Delete the objects a storage location left in the bucket: a run of hundreds of properties
+    otherwise fills it, and every listing (clear, counting objects) slows with what it holds."""
+    obj = ObjConfig.from_extra(_on_the_server({}), storage_dir)
+    client = obj.client()
+    obj.delete(client, obj.names(client, obj.prefix))
+
+
+def _on_the_server(extra_config: dict[str, Any] | None) -> dict[str, Any]:
+    """``extra_config`` with the suite's S3 server filled in where it names no endpoint."""
+    extra = dict(extra_config or {})
     if "plugin" not in extra and "endpoint_override" not in extra:
         extra.setdefault("bucket", os.environ.get(BUCKET_ENV, DEFAULT_BUCKET))
         extra.setdefault("endpoint_override", os.environ[ENDPOINT_ENV])
@@ -46,7 +60,7 @@ def nixl_obj_factory(config: HiCacheStorageConfig, storage_dir: Path) -> NixlObj
         extra.setdefault("region", os.environ.get("AWS_REGION", DEFAULTS["AWS_REGION"]))
         for key, value in client_settings().items():
             extra.setdefault(key, value)
-    return NixlObjBackend(replace(config, extra_config=extra), storage_dir)
+    return extra
 
 
 NIXL_CAPABILITIES = Capabilities(
@@ -123,5 +137,6 @@ NIXL_OBJ = BackendSpec(
     version=__version__,
     session=ensure_endpoint,
     server=server,
+    forget=nixl_obj_forget,
     servers=SERVERS,
 )

@@ -16,7 +16,8 @@ from conformance.model.interface import HiCacheStorageConfig, PoolName, PoolTran
 pytest.importorskip("moto", reason="the object-store tests need the obj extra (moto, boto3)")
 
 from conformance.servers.s3server import ENDPOINT_ENV, ensure_endpoint, moto_server
-from conformance.targets import nixl_obj_factory
+from conformance.harness.rig import Target
+from conformance.targets import NIXL_OBJ, nixl_obj_factory
 from reference_backend.obj import NixlObjBackend, ObjConfig
 from tests.test_reference_backend import PAGES, indices, kv_pool
 
@@ -123,6 +124,20 @@ def test_entries_are_objects_under_the_prefix_and_clear_removes_only_those(make,
     assert mine.clear()
     assert mine.batch_exists(list("abc")) == 0
     assert (mine.stored_object_count(), theirs.stored_object_count()) == (0, 1)
+
+
+def test_the_suite_leaves_no_objects_behind_a_storage_location_it_is_done_with(make, tmp_path: Path) -> None:
+    """``Target.storage`` removes the location's objects as it removes its folder; others' stay."""
+    kv = kv_pool()
+    elsewhere = make(kv, tmp_path / "elsewhere")
+    assert elsewhere.batch_set_v1(["kept"], indices(kv, [0])) == [True]
+    with Target(NIXL_OBJ, "default", tmp_path).storage() as location:
+        done = make(kv, location)
+        assert done.batch_set_v1(["a", "b"], indices(kv, [0, 1])) == [True, True]
+        assert done.stored_object_count() == 2
+        done.close()
+    assert not location.exists() or not any(location.iterdir())
+    assert (done.stored_object_count(), elsewhere.stored_object_count()) == (0, 1)
 
 
 def test_a_multi_pool_batch_is_one_transfer_of_many_objects(make) -> None:

@@ -57,12 +57,17 @@ class Target:
 
     @contextlib.contextmanager
     def storage(self) -> Iterator[Path]:
-        """A fresh, empty storage location, removed afterwards (by the reaper, off this thread)."""
+        """A fresh, empty storage location, removed afterwards (by the reaper, off this thread),
+        with whatever the backend kept for it in a service (``BackendSpec.forget``)."""
         path = Path(tempfile.mkdtemp(prefix="store-", dir=self.root))
         try:
             yield path
         finally:
-            REAPER.discard(path)
+            try:
+                if self.spec.forget is not None:
+                    self.spec.forget(path)
+            finally:
+                REAPER.discard(path)
 
     def build_pool(
         self, spec: PoolSpec, *, layout: str, misalign: int = 0, page_num: int = 8, dcp_size: int = 1

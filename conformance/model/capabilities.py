@@ -335,7 +335,10 @@ class BackendSpec:
     the suite's child processes reach the same one; ``server``, when given, says which service
     that is (the certification report names it, so runs of one backend on two servers stay apart),
     and ``servers`` lists the names it can be: a known defect keyed ``name@server`` holds on that
-    server only, as ``name@mode`` holds in that I/O mode only.
+    server only, as ``name@mode`` holds in that I/O mode only. ``forget``, when given, removes what
+    a backend keeps for a storage location outside it (a bucket's objects under the location's
+    prefix) once the suite is done with the location, as the suite removes the folder itself: a
+    certification leaves nothing behind, and a shared service does not grow with the run.
     """
 
     name: str
@@ -348,6 +351,7 @@ class BackendSpec:
     session: Callable[[], AbstractContextManager[None]] | None = None
     server: Callable[[], Server] | None = None
     servers: tuple[str, ...] = ()
+    forget: Callable[[Path], None] | None = None
 
     def known_defect(self, test_id: str, mode: str, server: str = "") -> tuple[str, bool] | None:
         """``(reason, strict)`` where a declared defect covers ``test_id`` in ``mode`` on

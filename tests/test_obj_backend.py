@@ -15,8 +15,8 @@ from conformance.model.interface import HiCacheStorageConfig, PoolName, PoolTran
 
 pytest.importorskip("moto", reason="the object-store tests need the obj extra (moto, boto3)")
 
-from conformance.servers.s3server import ENDPOINT_ENV, ensure_endpoint, moto_server
 from conformance.harness.rig import Target
+from conformance.servers.s3server import ENDPOINT_ENV, ensure_endpoint, moto_server
 from conformance.targets import NIXL_OBJ, nixl_obj_factory
 from reference_backend.obj import NixlObjBackend, ObjConfig
 from tests.test_reference_backend import PAGES, indices, kv_pool

@@ -16,6 +16,7 @@ import os
 import sys
 from collections.abc import Iterator
 from importlib.metadata import version
+from typing import Any
 
 from conformance.model.capabilities import Server
 from conformance.servers.services import LOOPBACK, environment, free_port, running
@@ -81,16 +82,21 @@ def server() -> Server:
     return Server(name, f"moto {version('moto')}")
 
 
-def make_bucket(endpoint: str, bucket: str) -> None:
+def _client(endpoint: str) -> Any:
+    """A boto3 client on ``endpoint`` with the session's credentials."""
     import boto3
 
-    client = boto3.client(
+    return boto3.client(
         "s3",
         endpoint_url=endpoint,
         aws_access_key_id=os.environ["AWS_ACCESS_KEY_ID"],
         aws_secret_access_key=os.environ["AWS_SECRET_ACCESS_KEY"],
         region_name=os.environ["AWS_REGION"],
     )
+
+
+def make_bucket(endpoint: str, bucket: str) -> None:
+    client = _client(endpoint)
     with contextlib.suppress(
         client.exceptions.BucketAlreadyOwnedByYou, client.exceptions.BucketAlreadyExists
     ):
@@ -109,3 +115,13 @@ def ensure_endpoint() -> Iterator[None]:
             stack.enter_context(environment({ENDPOINT_ENV: stack.enter_context(server)}))
         make_bucket(os.environ[ENDPOINT_ENV], wanted[BUCKET_ENV])
         yield
+
+
+def forget_prefix(prefix: str) -> None:
+    """Delete every object of the session's bucket whose name starts with ``prefix``: what a
+    storage location left there (``BackendSpec.forget``). S3 deletes a thousand a request."""
+    client, bucket = _client(os.environ[ENDPOINT_ENV]), os.environ[BUCKET_ENV]
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+    for page in pages:
+        if names := [{"Key": o["Key"]} for o in page.get("Contents", [])]:
+            client.delete_objects(Bucket=bucket, Delete={"Objects": names})

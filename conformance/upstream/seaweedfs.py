@@ -28,7 +28,14 @@ from typing import Any
 from conformance.model.capabilities import SIDE_POOLS, BackendSpec, Capabilities
 from conformance.model.interface import HiCacheStorageConfig, PoolHitPolicy
 from conformance.model.sglang import sglang
-from conformance.servers.s3server import BUCKET_ENV, ENDPOINT_ENV, SERVERS, ensure_endpoint, server
+from conformance.servers.s3server import (
+    BUCKET_ENV,
+    ENDPOINT_ENV,
+    SERVERS,
+    ensure_endpoint,
+    forget_prefix,
+    server,
+)
 from conformance.upstream.adapters import VERSION, UpstreamAdapter, to_sglang_config
 from conformance.upstream.host_pools import build_pool
 from conformance.upstream.seaweedfs_defects import SGLANG_SEAWEEDFS_DEFECTS
@@ -57,6 +64,11 @@ def seaweedfs_factory(config: HiCacheStorageConfig, storage_dir: Path) -> Upstre
     return UpstreamAdapter(store(to_sglang_config(replace(config, extra_config=extra))))
 
 
+def _forget(storage: Path) -> None:
+    """The location's objects go when the suite is done with it (``BackendSpec.forget``)."""
+    forget_prefix(location_prefix(storage))
+
+
 def _session() -> Any:
     return ensure_endpoint()
 
@@ -82,4 +94,5 @@ SGLANG_SEAWEEDFS = BackendSpec(
     session=_session,
     server=server,
     servers=SERVERS,
+    forget=_forget,
 )

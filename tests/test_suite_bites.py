@@ -229,6 +229,11 @@ BROKEN = [
         "test_entries_read_between_every_two_writes_are_never_evicted",
     ),
     (
+        "unreleased_segments",
+        "test_capacity_and_eviction",
+        "test_stored_bytes_stay_within_the_budget_under_a_stream_of_fresh_writes",
+    ),
+    (
         "fixed_size_index",
         "test_large_batches",
         "test_an_instance_holding_thousands_of_entries_finds_and_reads_every_one",

@@ -60,6 +60,30 @@ def held_at_once(storage: Path | str) -> int:
     return total
 
 
+def held_after_deletion(storage: Path | str) -> int:
+    """Bytes of files under the folder that this process still holds open after they were deleted.
+
+    A deleted file keeps its blocks until its last descriptor closes: a store that evicts by
+    deleting a file it keeps open has freed nothing, though the folder no longer lists it. The
+    backend under test runs in this process; Linux names such a descriptor's file
+    ``<path> (deleted)`` under ``/proc/self/fd``."""
+    inside, mark = os.path.realpath(storage) + os.sep, " (deleted)"
+    held: dict[int, int] = {}
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return 0
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if target.startswith(inside) and target.endswith(mark):
+                st = os.stat(f"/proc/self/fd/{fd}")
+                held[st.st_ino] = st.st_size
+        except OSError:  # closed while we looked
+            continue
+    return sum(held.values())
+
+
 class FolderPeak:
     """``with FolderPeak(folder) as watch: ...``, then ``watch.peak``: the most bytes seen under the
     folder from entering to leaving (the sampler's count of walks is in ``watch.samples``)."""

@@ -608,6 +608,50 @@ def test_a_store_full_of_pinned_entries_takes_writes_again_once_the_pins_lapse(
         assert all(all(flags) for flags in got.values()), f"stored once the pins lapsed, then read back {got}"
 
 
+@pytest.mark.hicache_requires("bounded_capacity", "eviction_pin_seconds")
+@FEW
+@given(budget=BUDGETS, seed=payload_seeds)
+def test_a_pinned_entry_holds_only_its_own_bytes_against_the_budget(
+    hicache_target: Target, budget: int, seed: int
+) -> None:
+    """Entries pinned here and there among the stored ones keep only their own bytes from the budget.
+
+    While the store fills, one entry of every batch is pinned as it is written (exists on it
+    alone); then fresh batches worth two more budgets are written inside the pin length. The
+    pinned entries are an eighth of a budget, so each fresh batch fits once unpinned entries go:
+    every one is stored, and every pinned entry reads back exactly. A store that keeps a whole file
+    for the one pinned entry in it refuses writes once each of its files holds one."""
+    target = bounded(hicache_target, budget)
+    lease = target.caps.eviction_pin_seconds
+    geometry = load_geometry(FAMILY)
+    with (
+        lease_time(target) as clock,
+        target.storage() as storage,
+        Rig(target, geometry, storage, page_num=PAGES) as rig,
+    ):
+        first = clock.mark()
+        pinned: list[tuple[list[str], dict[PoolName, list[bytes]]]] = []
+        round_ = written = 0
+        while written < 3 * budget:
+            keys = [f"spread-{round_}-{i}" for i in range(PAGES)]
+            pages = fill(rig, seed, round_)
+            got = store(rig, keys)
+            assert all(all(flags) for flags in got.values()), (
+                f"batch {round_} refused with {len(pinned)} entries pinned "
+                f"({len(pinned) * page_bytes(rig)} bytes of a {budget}-byte budget): {got}"
+            )
+            if written < budget:
+                assert _pin(rig, keys[:1]) == 1, f"exists does not find {keys[0]!r}, just stored"
+                pinned.append((keys[:1], {name: held[:1] for name, held in pages.items()}))
+            written += PAGES * page_bytes(rig)
+            round_ += 1
+        if not clock.within(lease, since=first):
+            pytest.skip("the writes outlasted the pin; nothing to conclude")  # pragma: no cover
+        for keys, want in pinned:
+            got = readable(rig, keys, want)
+            assert all(all(flags) for flags in got.values()), f"pinned entry {keys[0]!r} evicted: {got}"
+
+
 @pytest.mark.hicache_requires("bounded_capacity", "concurrent")
 @FEW
 @given(budget=BUDGETS, seed=payload_seeds)

@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from decimal import Decimal
 
@@ -25,7 +25,7 @@ from hypothesis import example, given, note, settings
 from hypothesis import strategies as st
 
 from conformance.harness.geometry import load_geometry
-from conformance.harness.leases import lease_time
+from conformance.harness.leases import LeaseTime, lease_time
 from conformance.harness.rig import Rig, Target, byte_difference
 from conformance.harness.strategies import payload_seeds, render_page
 from conformance.harness.worker import Job, reports
@@ -556,6 +556,29 @@ def test_an_entry_exists_reported_stays_readable_to_the_last_moment_of_its_lease
                 )
 
 
+@contextlib.contextmanager
+def leased_rig(target: Target, budget: int) -> Iterator[tuple[LeaseTime, Rig]]:
+    """A rig on a fresh store under ``budget``, with the lease clock the pin properties drive."""
+    target = bounded(target, budget)
+    with (
+        lease_time(target) as clock,
+        target.storage() as storage,
+        Rig(target, load_geometry(FAMILY), storage, page_num=PAGES) as rig,
+    ):
+        yield clock, rig
+
+
+def pins_held(
+    rig: Rig, clock: LeaseTime, since: float, pinned: list[tuple[list[str], dict[PoolName, list[bytes]]]]
+) -> None:
+    """Every pinned key reads back exactly, where the pins taken from ``since`` on hold still."""
+    if not clock.within(rig.target.caps.eviction_pin_seconds, since=since):
+        pytest.skip("the writes outlasted the pin; nothing to conclude")  # pragma: no cover
+    for keys, want in pinned:
+        got = readable(rig, keys, want)
+        assert all(all(flags) for flags in got.values()), f"pinned entries from {keys[0]!r} on evicted: {got}"
+
+
 @pytest.mark.hicache_requires("bounded_capacity", "eviction_pin_seconds")
 @FEW
 @given(budget=BUDGETS, seed=payload_seeds, batch=st.integers(2, PAGES))
@@ -568,14 +591,8 @@ def test_a_store_full_of_pinned_entries_takes_writes_again_once_the_pins_lapse(
     go: a write is refused, and every pinned entry still reads back. Once the pins' length has
     passed (the backend's lease clock run forward, or real time where it declares none), the
     refused batch is stored and reads back exactly: the entries pinned before are evictable again."""
-    target = bounded(hicache_target, budget)
-    lease = target.caps.eviction_pin_seconds
-    geometry = load_geometry(FAMILY)
-    with (
-        lease_time(target) as clock,
-        target.storage() as storage,
-        Rig(target, geometry, storage, page_num=PAGES) as rig,
-    ):
+    lease = hicache_target.caps.eviction_pin_seconds
+    with leased_rig(hicache_target, budget) as (clock, rig):
         first = clock.mark()
         pinned: list[tuple[list[str], dict[PoolName, list[bytes]]]] = []
         refused: list[str] = []
@@ -591,11 +608,7 @@ def test_a_store_full_of_pinned_entries_takes_writes_again_once_the_pins_lapse(
             pinned.append((keys, pages))
             written += batch * page_bytes(rig)
             round_ += 1
-        if not clock.within(lease, since=first):
-            pytest.skip("filling the store outlasted the pin; nothing to conclude")  # pragma: no cover
-        for keys, pages in pinned:
-            got = readable(rig, keys, pages)
-            assert all(all(flags) for flags in got.values()), f"pinned batch {keys[0]!r}... evicted: {got}"
+        pins_held(rig, clock, first, pinned)
         assert refused, f"{written} bytes stored under a budget of {budget}, every entry pinned, none refused"
         clock.move_to(PAST_THE_LEASE * lease)
         pages = fill(rig, seed, round_, batch)
@@ -621,14 +634,7 @@ def test_a_pinned_entry_holds_only_its_own_bytes_against_the_budget(
     pinned entries are an eighth of a budget, so each fresh batch fits once unpinned entries go:
     every one is stored, and every pinned entry reads back exactly. A store that keeps a whole file
     for the one pinned entry in it refuses writes once each of its files holds one."""
-    target = bounded(hicache_target, budget)
-    lease = target.caps.eviction_pin_seconds
-    geometry = load_geometry(FAMILY)
-    with (
-        lease_time(target) as clock,
-        target.storage() as storage,
-        Rig(target, geometry, storage, page_num=PAGES) as rig,
-    ):
+    with leased_rig(hicache_target, budget) as (clock, rig):
         first = clock.mark()
         pinned: list[tuple[list[str], dict[PoolName, list[bytes]]]] = []
         round_ = written = 0
@@ -645,11 +651,7 @@ def test_a_pinned_entry_holds_only_its_own_bytes_against_the_budget(
                 pinned.append((keys[:1], {name: held[:1] for name, held in pages.items()}))
             written += PAGES * page_bytes(rig)
             round_ += 1
-        if not clock.within(lease, since=first):
-            pytest.skip("the writes outlasted the pin; nothing to conclude")  # pragma: no cover
-        for keys, want in pinned:
-            got = readable(rig, keys, want)
-            assert all(all(flags) for flags in got.values()), f"pinned entry {keys[0]!r} evicted: {got}"
+        pins_held(rig, clock, first, pinned)
 
 
 @pytest.mark.hicache_requires("bounded_capacity", "concurrent")

@@ -53,4 +53,17 @@ EQUIVALENT: dict[str, str] = {
         "clock_gettime(CLOCK_REALTIME_COARSE) raises only on a kernel without that clock (before "
         "Linux 2.6.32), where nothing else of the backend runs either"
     ),
+    "reference_backend/checkpoint.py:141:ReplaceComparisonOperator_NotEq_LtE:3": (
+        "every checkpoint is refused as if torn, so a restart rebuilds the index from the log and "
+        "serves the same entries (as with log.py:1156's, no checkpoint is written): restart time only"
+    ),
+    "reference_backend/capacity.py:415:ReplaceBinaryOperator_Mul_Sub:10": (
+        "a write past the low watermark tombstones the victim's every family at once instead of a "
+        "slice proportional to its size: the same families, in the same order, sparing the same "
+        "pinned and arriving ones, only sooner, inside the band where eviction may run at any time"
+    ),
+    "reference_backend/log.py:565:ReplaceBinaryOperator_Add_LShift:15": (
+        "the purge of evicted records after a commit takes them all instead of a batch's worth: the "
+        "same records leave the index, in one call instead of over several"
+    ),
 }

@@ -825,6 +825,10 @@ def test_a_deployment_keeps_a_share_of_its_budget_whatever_another_deployment_ke
 SI = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
 IEC = {"Ki": 2**10}
 """Every drawn budget is a whole number of KiB (none of MiB)."""
+WHOLE_MIB = ("1Mi", 2**20)
+"""The one IEC budget above KiB the suite can fill: a whole MiB."""
+UNFILLABLE = ("1G", "1Gi", "1T", "1Ti")
+"""Budgets no test fills: a unit read too small still shows, as a store that refuses or evicts."""
 
 
 def spelled(budget: int, unit: str) -> str:
@@ -841,25 +845,30 @@ def spelled(budget: int, unit: str) -> str:
 def test_a_budget_spelled_with_a_unit_bounds_the_same_bytes(
     hicache_target: Target, budget: int, seed: int
 ) -> None:
-    """A budget written with a unit (``262.144k``, ``0.262144M``, ``256Ki``) bounds exactly its bytes.
+    """A budget written with a unit (``262.144k``, ``0.262144M``, ``256Ki``, ``1Mi``) bounds its bytes.
 
     Users write ``max_size`` as HiCacheFile reads it. A unit read as another (``M`` as MiB), a
     decimal dropped, or a spelling that quietly means no budget lets the store past what was set;
     one read too small refuses what fits. Every unit, each in a store of its own: the folder must
-    stay within the bytes, and the newest batch of a stream three budgets long must read back."""
+    stay within the bytes, and the newest batch of a stream three budgets long must read back.
+    Budgets of a G or a T are never filled: a stream of one drawn budget is stored whole under each."""
     geometry = load_geometry(FAMILY)
-    for unit in [*SI, *IEC]:
-        text = spelled(budget, unit)
-        key = hicache_target.caps.bounded_capacity
+    key = hicache_target.caps.bounded_capacity
+    spellings = [*((spelled(budget, unit), budget) for unit in [*SI, *IEC]), WHOLE_MIB]
+    for text, limit in [*spellings, *((text, 0) for text in UNFILLABLE)]:
         target = replace(hicache_target, extra_config={**hicache_target.extra_config, key: text})
         with target.storage() as storage, Rig(target, geometry, storage, page_num=PAGES) as rig:
             fill(rig, seed, 0)
-            rounds = -(-FLOOD * budget // (PAGES * page_bytes(rig)))
+            written = FLOOD * limit if limit else budget
+            rounds = -(-written // (PAGES * page_bytes(rig)))
             for round_ in range(rounds):
-                store(rig, [f"u{round_}-{i}" for i in range(PAGES)])
+                stored = store(rig, [f"u{round_}-{i}" for i in range(PAGES)])
                 held = held_at_once(storage)
-                assert held <= budget, f"{held} bytes stored under a budget of {budget} spelled {text!r}"
-            got = readable(rig, [f"u{rounds - 1}-{i}" for i in range(PAGES)], fill(rig, seed, 0))
-            assert all(all(flags) for flags in got.values()), (
-                f"under a budget of {budget} spelled {text!r} the newest batch does not read back: {got}"
-            )
+                assert not limit or held <= limit, f"{held} bytes stored under {limit} spelled {text!r}"
+            newest = range(rounds - 1, rounds) if limit else range(rounds)
+            for round_ in newest:
+                got = readable(rig, [f"u{round_}-{i}" for i in range(PAGES)], fill(rig, seed, 0))
+                assert all(all(flags) for flags in got.values()), (
+                    f"under a budget spelled {text!r}, batch {round_} of {rounds} (stored: {stored}) "
+                    f"does not read back: {got}"
+                )

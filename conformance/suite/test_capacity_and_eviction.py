@@ -827,8 +827,9 @@ IEC = {"Ki": 2**10}
 """Every drawn budget is a whole number of KiB (none of MiB)."""
 WHOLE_MIB = ("1Mi", 2**20)
 """The one IEC budget above KiB the suite can fill: a whole MiB."""
-UNFILLABLE = ("1G", "1Gi", "1T", "1Ti")
-"""Budgets no test fills: a unit read too small still shows, as a store that refuses or evicts."""
+UNFILLABLE: tuple[str | int, ...] = ("1G", "1Gi", "1T", "1Ti", 0, "0")
+"""Budgets no test fills, and the spellings of no budget at all: a unit read too small, or a zero
+read as a size, still shows, as a store that refuses or evicts."""
 
 
 def spelled(budget: int, unit: str) -> str:
@@ -851,10 +852,11 @@ def test_a_budget_spelled_with_a_unit_bounds_the_same_bytes(
     decimal dropped, or a spelling that quietly means no budget lets the store past what was set;
     one read too small refuses what fits. Every unit, each in a store of its own: the folder must
     stay within the bytes, and the newest batch of a stream three budgets long must read back.
-    Budgets of a G or a T are never filled: a stream of one drawn budget is stored whole under each."""
+    Budgets of a G or a T are never filled, and 0 means none: a stream of one drawn budget is stored
+    whole under each."""
     geometry = load_geometry(FAMILY)
     key = hicache_target.caps.bounded_capacity
-    spellings = [*((spelled(budget, unit), budget) for unit in [*SI, *IEC]), WHOLE_MIB]
+    spellings: list[tuple[str | int, int]] = [*((spelled(budget, u), budget) for u in [*SI, *IEC]), WHOLE_MIB]
     for text, limit in [*spellings, *((text, 0) for text in UNFILLABLE)]:
         target = replace(hicache_target, extra_config={**hicache_target.extra_config, key: text})
         with target.storage() as storage, Rig(target, geometry, storage, page_num=PAGES) as rig:

@@ -66,4 +66,32 @@ EQUIVALENT: dict[str, str] = {
         "the purge of evicted records after a commit takes them all instead of a batch's worth: the "
         "same records leave the index, in one call instead of over several"
     ),
+    "reference_backend/capacity.py:415:ReplaceUnaryOperator_USub_UAdd:7": (
+        "the slice a write past the low watermark evicts is 64 families at a time instead of a "
+        "share of its size: the same families in the same order, sparing the same ones"
+    ),
+    "reference_backend/transfer.py:192:ReplaceBinaryOperator_Mul_Pow:0": (
+        "another split of a pipelined read into chunks: every page is still in exactly one chunk, "
+        "read and checked the same way"
+    ),
+    "reference_backend/log.py:368:NumberReplacer:84": (
+        "the listing's initial (inode, mtime) is (0, 1) instead of (0, 0): no folder has either, so "
+        "the first refresh lists the folder in both"
+    ),
+    "reference_backend/index.py:174:NumberReplacer:47": (
+        "the record array grows by doubling instead of by half again: the same records, more spare "
+        "room (memory only)"
+    ),
+    "reference_backend/backend.py:221:ReplaceBinaryOperator_Mul_BitOr:1": (
+        "a read of few zero-copy pages goes through the pipelined path instead of one transfer: the "
+        "same pages, checked the same way"
+    ),
+    "reference_backend/checkpoint.py:30:NumberReplacer:5": (
+        "a running checkpoint every 32,768 records instead of 65,536: restart time and disk only, the "
+        "log stays the truth"
+    ),
+    "reference_backend/capacity.py:298:NumberReplacer:117": (
+        "PinTable rounds its slot count up to a power of two of at least 64, so a floor of 63 slots "
+        "makes the same table"
+    ),
 }

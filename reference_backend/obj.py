@@ -121,21 +121,6 @@ class ObjConfig:
     def bucket(self) -> str:
         return dict(self.params).get("bucket") or os.environ["AWS_DEFAULT_BUCKET"]
 
-    def names(self, client: Any, under: str) -> list[str]:
-        """Every object name in the bucket under the folder-like prefix ``under``."""
-        pages = client.get_paginator("list_objects_v2")
-        return [
-            o["Key"]
-            for page in pages.paginate(Bucket=self.bucket, Prefix=under + "/")
-            for o in page.get("Contents", [])
-        ]
-
-    def delete(self, client: Any, names: list[str]) -> None:
-        """Delete ``names``, a thousand a request (S3's most)."""
-        for lo in range(0, len(names), 1000):
-            batch = [{"Key": n} for n in names[lo : lo + 1000]]
-            client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch})
-
 
 def header(item: Item) -> bytes:
     layout = item.pool.layout
@@ -337,14 +322,25 @@ class NixlObjBackend:
             self._s3 = self.obj.client()
         return self._s3
 
+    def _names(self, under: str) -> list[str]:
+        pages = self._client().get_paginator("list_objects_v2")
+        return [
+            o["Key"]
+            for page in pages.paginate(Bucket=self.obj.bucket, Prefix=under + "/")
+            for o in page.get("Contents", [])
+        ]
+
     def clear(self) -> bool:
         """Delete every object of this tenant under our prefix; other tenants' stay."""
-        self.obj.delete(self._client(), self.obj.names(self._client(), f"{self.obj.prefix}/{self._tenant}"))
+        names = self._names(f"{self.obj.prefix}/{self._tenant}")
+        for lo in range(0, len(names), 1000):
+            batch = [{"Key": n} for n in names[lo : lo + 1000]]
+            self._client().delete_objects(Bucket=self.obj.bucket, Delete={"Objects": batch})
         return True
 
     def stored_object_count(self) -> int:
         """Objects under our prefix, every tenant's."""
-        return len(self.obj.names(self._client(), self.obj.prefix))
+        return len(self._names(self.obj.prefix))
 
     def close(self) -> None:
         if self.planner.closed:

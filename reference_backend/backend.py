@@ -257,8 +257,9 @@ class NixlBackend:
             if self.capacity:
                 self.capacity.arrive(i.digest[:8] for i in items)
             done = self.store(lane, items)
-            if not self.capacity:  # under a budget, eviction takes sparse segments, under its lock
-                self.log.reclaim(sum(i.pool.layout.size for i in items))
+            # budget or not: under one, eviction takes whole segments, live records and all, so a
+            # store left full of overwritten versions would evict live entries to make room
+            self.log.reclaim(sum(i.pool.layout.size for i in items))
             return done
 
     def store(self, lane: Lane, items: list[Item]) -> dict[int, bool]:

@@ -388,6 +388,50 @@ def test_entries_read_between_every_two_writes_are_never_evicted(
             )
 
 
+LIVE_SHARE = 4
+"""The overwrite property keeps its live entries within this fraction of the budget: at twice their
+bytes and a few files beside, a store that compacts stays well under its low watermark."""
+
+
+@pytest.mark.hicache_requires("bounded_capacity", "overwrites")
+@FEW
+@given(budget=SEGMENTED_BUDGETS, seed=payload_seeds, hot=st.integers(2 * PAGES, 4 * PAGES))
+def test_overwrites_never_cost_an_entry_while_the_live_ones_fill_a_quarter_of_the_budget(
+    hicache_target: Target, budget: int, seed: int, hot: int
+) -> None:
+    """Entries never overwritten stay while others are overwritten again and again, live bytes a quarter of the budget.
+
+    Every batch rewrites the same ``hot`` keys in new bytes and adds one key never written again,
+    until the live entries fill a quarter of the budget; meanwhile several budgets' worth is
+    written. An overwritten version is garbage: a store that keeps the files of old versions
+    holding a few live records (a log that never compacts a mostly dead file) fills with
+    garbage, evicts live entries to make room, and loses what was never replaced."""
+    target = bounded(hicache_target, budget)
+    geometry = load_geometry(FAMILY)
+    with target.storage() as storage, Rig(target, geometry, storage, page_num=hot + 1) as rig:
+        size = page_bytes(rig)
+        rounds = budget // LIVE_SHARE // size - hot
+        print("SIZE", size, budget, hot); note(f"{size} payload bytes a key, {rounds} batches of {hot + 1} keys: {rounds * (hot + 1) * size} bytes")
+        want: dict[str, dict[PoolName, bytes]] = {}
+        for round_ in range(rounds):
+            keys = [f"hot-{i}" for i in range(hot)] + [f"kept-{round_}"]
+            for name, pool in rig.pools.items():
+                for slot, key in enumerate(keys):
+                    rig.put(name, slot, render_page(pool, seed, 3, salt=round_ * (hot + 1) + slot))
+                    want.setdefault(key, {})[name] = rig.take(name, slot)
+            stored = store(rig, keys)
+            assert all(all(flags) for flags in stored.values()), f"batch {round_} was refused: {stored}"
+        keys = sorted(want)
+        for start in range(0, len(keys), hot + 1):
+            chunk = keys[start : start + hot + 1]
+            got = readable(rig, chunk, {name: [want[k][name] for k in chunk] for name in rig.pools})
+            lost = sorted({k for name, flags in got.items() for k, ok in zip(chunk, flags) if not ok})
+            assert not lost, (
+                f"{len(lost)} live entries lost ({lost[:4]}...) with {len(keys) * size} live payload bytes "
+                f"under a budget of {budget}, after {rounds * (hot + 1) * size} bytes written"
+            )
+
+
 def _presence(keys: list[str], have: dict[PoolName, list[bool]]) -> Callable[[str, str], bool]:
     """The oracle's view: a pool holds a key exactly when the key read back from it."""
     return lambda pool, key: have[PoolName(pool)][keys.index(key)]

@@ -19,6 +19,7 @@ from conformance.servers.s3server import (
     DEFAULTS,
     ENDPOINT_ENV,
     SERVERS,
+    BucketPrefix,
     client_settings,
     ensure_endpoint,
     forget_prefix,
@@ -37,16 +38,21 @@ def nixl_factory(config: HiCacheStorageConfig, storage_dir: Path) -> NixlBackend
 def nixl_obj_factory(config: HiCacheStorageConfig, storage_dir: Path) -> NixlObjBackend:
     """The object-store target: endpoint, bucket and credentials from the environment (see
     :mod:`conformance.servers.s3server`), unless the config names its own."""
-    return NixlObjBackend(replace(config, extra_config=_on_the_server(config.extra_config)), storage_dir)
+    return NixlObjBackend(replace(config, extra_config=on_the_server(config.extra_config)), storage_dir)
 
 
 def nixl_obj_forget(storage_dir: Path) -> None:
     """Delete the objects a storage location left in the bucket: a run of hundreds of properties
     otherwise fills it, and every listing (clear, counting objects) slows with what it holds."""
-    forget_prefix(ObjConfig.from_extra(_on_the_server({}), storage_dir).prefix + "/")
+    forget_prefix(ObjConfig.from_extra(on_the_server({}), storage_dir).prefix + "/")
 
 
-def _on_the_server(extra_config: dict[str, Any] | None) -> dict[str, Any]:
+def nixl_obj_bucket(storage_dir: Path) -> BucketPrefix:
+    """The objects a storage location holds: the suite damages them as it damages files."""
+    return BucketPrefix(ObjConfig.from_extra(on_the_server({}), storage_dir).prefix + "/")
+
+
+def on_the_server(extra_config: dict[str, Any] | None) -> dict[str, Any]:
     """``extra_config`` with the suite's S3 server filled in where it names no endpoint."""
     extra = dict(extra_config or {})
     if "plugin" not in extra and "endpoint_override" not in extra:
@@ -114,7 +120,7 @@ NIXL_CAPABILITIES = Capabilities(
 NIXL_OBJ_CAPABILITIES = replace(
     NIXL_CAPABILITIES,
     stores_files=False,
-    detects_corruption=False,
+    stores_objects=True,
     reports_transfer_mode=False,
     io_modes={"default": {}},
     direct_io_modes=frozenset(),
@@ -126,7 +132,8 @@ NIXL_OBJ_CAPABILITIES = replace(
     lease_clock="",
     recency_eviction=False,
 )
-"""The file target's claims, less what a bucket cannot give the suite: files to damage, O_DIRECT."""
+"""The file target's claims, less what a bucket cannot give the suite: files (its objects are
+damaged instead), O_DIRECT, a budget."""
 
 NIXL = BackendSpec("nixl", nixl_factory, NIXL_CAPABILITIES, version=__version__)
 NIXL_OBJ = BackendSpec(
@@ -137,5 +144,6 @@ NIXL_OBJ = BackendSpec(
     session=ensure_endpoint,
     server=server,
     forget=nixl_obj_forget,
+    bucket=nixl_obj_bucket,
     servers=SERVERS,
 )

@@ -151,6 +151,18 @@ def object_rows(items: list[Item]) -> tuple[np.ndarray, np.ndarray]:
     return np.array(dram, dtype=np.uint64), np.array(obj, dtype=np.uint64)
 
 
+@dataclass
+class _Tail:
+    """One object's tail as ``stored`` fetches it: its place in the call, and the bytes it must hold."""
+
+    n: int
+    want: bytes
+
+
+_TAILS = "exists-tails"
+"""The staging buffer ``stored`` fetches tails into (pools' buffers are named after the pools)."""
+
+
 def opened(item: Item) -> bool:
     """Check a fetched object's header and tail: this entry, this geometry, whole; take the
     checksum its header promises."""
@@ -282,18 +294,40 @@ class NixlObjBackend:
         return self.planner.v2(transfers, extra_info, lambda items, _: self.read(items))
 
     def stored(self, pool: Pool, digests: list[bytes]) -> list[bool]:
-        """Whether each entry's object exists: a HEAD per object, on the read lane's agent."""
+        """Whether each entry's whole object is there: a ranged GET of its tail, one request as a
+        HEAD would be, on the read lane's agent. A HEAD says only that some object has the name,
+        so one cut short answered present though no get could read it."""
         if not digests:
             return []
         lane = self.lanes["READ"]
+        size = object_size(pool)
+        tails = [_Tail(n, _TAIL.pack(TAIL_MAGIC, d)) for n, d in enumerate(digests)]
         with lane.lock:
-            try:
-                found = lane.agent.query_memory(
-                    [(0, 0, 0, self.object_name(d, pool)) for d in digests], "OBJ", "OBJ"
-                )
-            except Exception:  # an unreachable store answers nothing
-                return [False for _ in digests]
-        return [f is not None for f in found]
+            base = lane.staging.buffer(_TAILS, _TAIL.size * len(tails)).data_ptr()
+
+            def fetch(batch: list[_Tail]) -> bool:
+                for t in batch:  # the tail's complement: bytes a short GET leaves can never match it
+                    ctypes.memmove(base + t.n * _TAIL.size, bytes(b ^ 0xFF for b in t.want), _TAIL.size)
+                rows = [(0, 0, t.n, self.object_name(digests[t.n], pool)) for t in batch]
+                try:
+                    names = lane.agent.register_memory(rows, "OBJ")
+                except Exception:  # an unreachable store answers nothing
+                    return False
+                try:
+                    at = [base + t.n * _TAIL.size for t in batch]
+                    dram = np.array([(a, _TAIL.size, 0) for a in at], dtype=np.uint64)
+                    obj = np.array([(size - _TAIL.size, _TAIL.size, t.n) for t in batch], dtype=np.uint64)
+                    with lane.post("READ", dram, obj, self.REMOTE) as moving:
+                        return moving.wait()
+                except Exception:  # a missing or short object fails the GET: NIXL raises its own errors
+                    return False
+                finally:
+                    lane.agent.deregister_memory(names)
+
+            found = all_or_each(
+                tails, fetch, lambda t: ctypes.string_at(base + t.n * _TAIL.size, _TAIL.size) == t.want
+            )
+        return [found[id(t)] for t in tails]
 
     def _present(self, name: str, keys: Iterable[Any]) -> list[bool]:
         return self.planner.present(name, keys, self.stored)

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import MISSING, dataclass, field, fields
 from enum import Enum
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from conformance.model.interface import HiCacheStorageConfig, PoolHitPolicy, PoolName
 
@@ -105,7 +105,14 @@ class Capabilities:
     )
     detects_corruption: bool = _claim(
         False,
-        "a damaged entry reads back as False, never as wrong bytes (needs `stores_files`).",
+        "a damaged entry reads back as False, never as wrong bytes (needs `stores_files` or "
+        "`stores_objects`, where the suite damages it).",
+    )
+    stores_objects: bool = _claim(
+        False,
+        "its entries are objects in an S3 bucket the suite reaches through the spec's `bucket` hook "
+        "(the objects under a storage location's prefix): the suite shortens and bit-flips them, as "
+        "it damages files under `stores_files`.",
     )
     reports_transfer_mode: bool = _claim(
         False, 'promises `backend.transfer_mode(pool) -> "zero_copy" | "staged"`.'
@@ -311,6 +318,18 @@ PoolBuilder = Callable[..., Any]
 MLA KV pool under DCP also gets ``dcp_size`` (only then, so builders without DCP keep working)."""
 
 
+class BucketObjects(Protocol):
+    """The objects one storage location holds in a bucket, as the suite reaches them to damage them."""
+
+    def states(self) -> dict[str, tuple[int, str]]:
+        """Each object's name, with its size and entity tag."""
+        ...
+
+    def read(self, name: str) -> bytes: ...
+
+    def write(self, name: str, data: bytes) -> None: ...
+
+
 class Server(NamedTuple):
     """The service a backend's ``session`` meets: ``name`` (``moto``, ``rgw``) qualifies known
     defects the way an I/O mode does, ``description`` (with its version) goes in the report."""
@@ -339,6 +358,7 @@ class BackendSpec:
     a backend keeps for a storage location outside it (a bucket's objects under the location's
     prefix) once the suite is done with the location, as the suite removes the folder itself: a
     certification leaves nothing behind, and a shared service does not grow with the run.
+    ``bucket``, where ``stores_objects`` is claimed, gives the objects a storage location holds.
     """
 
     name: str
@@ -352,6 +372,7 @@ class BackendSpec:
     server: Callable[[], Server] | None = None
     servers: tuple[str, ...] = ()
     forget: Callable[[Path], None] | None = None
+    bucket: Callable[[Path], BucketObjects] | None = None
 
     def known_defect(self, test_id: str, mode: str, server: str = "") -> tuple[str, bool] | None:
         """``(reason, strict)`` where a declared defect covers ``test_id`` in ``mode`` on

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from importlib.metadata import version
@@ -125,3 +126,40 @@ def forget_prefix(prefix: str) -> None:
     for page in pages:
         if names := [{"Key": o["Key"]} for o in page.get("Contents", [])]:
             client.delete_objects(Bucket=bucket, Delete={"Objects": names})
+
+
+class BucketPrefix:
+    """The objects of the session's bucket under one prefix (``BackendSpec.bucket``): what the
+    damage properties shorten and bit-flip where a backend stores objects, not files."""
+
+    def __init__(self, prefix: str) -> None:
+        self.client, self.bucket, self.prefix = (
+            _client(os.environ[ENDPOINT_ENV]),
+            os.environ[BUCKET_ENV],
+            prefix,
+        )
+
+    def states(self) -> dict[str, tuple[int, str]]:
+        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=self.prefix)
+        return {o["Key"]: (o["Size"], o["ETag"]) for page in pages for o in page.get("Contents", [])}
+
+    def read(self, name: str) -> bytes:
+        return bytes(self.client.get_object(Bucket=self.bucket, Key=name)["Body"].read())
+
+    def write(self, name: str, data: bytes) -> None:
+        self.client.put_object(Bucket=self.bucket, Key=name, Body=data)
+
+
+def serve() -> None:
+    """``python -m conformance.servers.s3server``: start the server ``HICACHE_S3_SERVER`` names
+    with the session's credentials and bucket, print its endpoint, and stop it on SIGTERM. One
+    server for several certification runs, each given it through ``HICACHE_S3_ENDPOINT``: CI runs
+    both S3 backends on one gateway cluster, where each test process would build its own."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    with environment({**DEFAULTS, BUCKET_ENV: DEFAULT_BUCKET, **os.environ}), ensure_endpoint():
+        print(os.environ[ENDPOINT_ENV], flush=True)
+        signal.pause()
+
+
+if __name__ == "__main__":
+    serve()

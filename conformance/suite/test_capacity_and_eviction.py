@@ -399,7 +399,7 @@ bytes and a few files beside, a store that compacts stays well under its low wat
 def test_overwrites_never_cost_an_entry_while_the_live_ones_fill_a_quarter_of_the_budget(
     hicache_target: Target, budget: int, seed: int, hot: int
 ) -> None:
-    """Entries never overwritten stay while others are overwritten again and again, live bytes a quarter of the budget.
+    """Entries never overwritten stay while others are rewritten over and over, live a quarter of the budget.
 
     Every batch rewrites the same ``hot`` keys in new bytes and adds one key never written again,
     until the live entries fill a quarter of the budget; meanwhile several budgets' worth is
@@ -411,7 +411,7 @@ def test_overwrites_never_cost_an_entry_while_the_live_ones_fill_a_quarter_of_th
     with target.storage() as storage, Rig(target, geometry, storage, page_num=hot + 1) as rig:
         size = page_bytes(rig)
         rounds = budget // LIVE_SHARE // size - hot
-        print("SIZE", size, budget, hot); note(f"{size} payload bytes a key, {rounds} batches of {hot + 1} keys: {rounds * (hot + 1) * size} bytes")
+        note(f"{size} bytes a key, {rounds} batches of {hot + 1} keys: {rounds * (hot + 1) * size} bytes")
         want: dict[str, dict[PoolName, bytes]] = {}
         for round_ in range(rounds):
             keys = [f"hot-{i}" for i in range(hot)] + [f"kept-{round_}"]

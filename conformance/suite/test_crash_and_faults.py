@@ -16,8 +16,9 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -209,24 +210,75 @@ def test_a_read_only_store_refuses_writes_and_keeps_its_entries(hicache_target: 
                     )
 
 
-def _file_states(storage: Path) -> dict[Path, tuple[int, int, int]]:
+class Victim(NamedTuple):
+    """One stored file or object that holds the victim entry, as a property damages it."""
+
+    label: str
+    read: Callable[[], bytes]
+    write: Callable[[bytes], object]
+
+
+def _stored_states(rig: Rig) -> dict[str, Any]:
+    """Every stored file under the folder, or object under the location's prefix, with its state."""
+    bucket = rig.target.spec.bucket
+    if rig.target.caps.stores_objects and bucket is not None:
+        return dict(bucket(rig.storage).states())
     states = {}
-    for path in storage.rglob("*"):
+    for path in rig.storage.rglob("*"):
         if path.is_file():
             st = path.stat()
-            states[path] = (st.st_ino, st.st_size, st.st_mtime_ns)
+            states[str(path.relative_to(rig.storage))] = (st.st_ino, st.st_size, st.st_mtime_ns)
     return states
 
 
-def _store_victim(rig: Rig, data: bytes) -> list[Path]:
-    """Store ``data`` under "victim"; the files that write created or changed, which hold it."""
-    before = _file_states(rig.storage)
+def _victim(rig: Rig, name: str) -> Victim:
+    bucket = rig.target.spec.bucket
+    if rig.target.caps.stores_objects and bucket is not None:
+        objects = bucket(rig.storage)
+        return Victim(name, lambda: objects.read(name), lambda data: objects.write(name, data))
+    path = rig.storage / name
+    return Victim(name, path.read_bytes, path.write_bytes)
+
+
+def _store_victim(rig: Rig, data: bytes) -> list[Victim]:
+    """Store ``data`` under "victim"; the files or objects that write created or changed, which hold it."""
+    before = _stored_states(rig)
     rig.put(PoolName.KV, 0, data)
     assert rig.set(PoolName.KV, ["victim"], [0]) == [True], "the victim entry was not stored"
-    after = _file_states(rig.storage)
-    written = sorted(p for p, state in after.items() if before.get(p) != state)
-    assert written, f"storing an entry changed no file under {rig.storage}, though stores_files is declared"
-    return written
+    after = _stored_states(rig)
+    written = sorted(name for name, state in after.items() if before.get(name) != state)
+    assert written, (
+        f"storing an entry changed nothing under {rig.storage}, though the backend says the suite reaches it"
+    )
+    return [_victim(rig, name) for name in written]
+
+
+def _truncated_is_absent(rig: Rig, damage: str) -> None:
+    written = _store_victim(rig, b"\x5a" * rig.pool(PoolName.KV).page_nbytes())
+    for victim in written:
+        data = victim.read()
+        victim.write(
+            data[: {"empty": 0, "halved": len(data) // 2, "one-byte-short": max(0, len(data) - 1)}[damage]]
+        )
+    names = ", ".join(v.label for v in written)
+    hits = rig.backend.batch_exists(["victim"])
+    assert hits == 0, f"{damage} ({names}): batch_exists answered {hits}, not 0"
+    got = rig.get(PoolName.KV, ["victim"], [1])
+    assert got == [False], f"{damage} ({names}): get answered {got}, not [False]"
+
+
+def _flips_never_read_back(rig: Rig) -> None:
+    want = bytes(range(256)) * (rig.pool(PoolName.KV).page_nbytes() // 256)
+    for victim in _store_victim(rig, want):
+        pristine = victim.read()
+        for offset in range(0, len(pristine), max(1, len(pristine) // 97)):
+            damaged = bytearray(pristine)
+            damaged[offset] ^= 0x01
+            victim.write(bytes(damaged))
+            rig.pool(PoolName.KV).fill(0)
+            if rig.get(PoolName.KV, ["victim"], [1]) == [True]:
+                rig.expect(PoolName.KV, 1, want, f"after flipping a bit at offset {offset} of {victim.label}")
+        victim.write(pristine)
 
 
 @pytest.mark.parametrize("damage", ["empty", "halved", "one-byte-short"])
@@ -235,15 +287,21 @@ def test_a_truncated_object_is_neither_present_nor_readable(hicache_target: Targ
     """A short or empty stored object is absent to exists and get (upstream counts 0-byte files)."""
     geometry = load_geometry("llama3_mha")
     with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=2) as rig:
-        written = _store_victim(rig, b"\x5a" * rig.pool(PoolName.KV).page_nbytes())
-        for victim in written:
-            size = victim.stat().st_size
-            os.truncate(victim, {"empty": 0, "halved": size // 2, "one-byte-short": max(0, size - 1)}[damage])
-        files = ", ".join(str(p.relative_to(storage)) for p in written)
-        hits = rig.backend.batch_exists(["victim"])
-        assert hits == 0, f"{damage} files ({files}): batch_exists answered {hits}, not 0"
-        got = rig.get(PoolName.KV, ["victim"], [1])
-        assert got == [False], f"{damage} files ({files}): get answered {got}, not [False]"
+        _truncated_is_absent(rig, damage)
+
+
+@pytest.mark.parametrize("damage", ["empty", "halved", "one-byte-short"])
+@pytest.mark.hicache_requires("stores_objects", reason="the suite must reach the stored objects")
+def test_a_truncated_object_in_a_bucket_is_neither_present_nor_readable(
+    hicache_target: Target, damage: str
+) -> None:
+    """An object rewritten short or empty in the bucket is absent to exists and get, as a short file is.
+
+    A GET returns what the object holds now, fewer bytes than were stored: a reader that staged
+    anything in the bytes the GET leaves unwritten must not take them for the record."""
+    geometry = load_geometry("llama3_mha")
+    with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=2) as rig:
+        _truncated_is_absent(rig, damage)
 
 
 @pytest.mark.hicache_requires(
@@ -253,18 +311,17 @@ def test_a_corrupted_object_never_reads_back_as_wrong_bytes(hicache_target: Targ
     """Bit flips anywhere in a stored object give False or the exact bytes, never garbage."""
     geometry = load_geometry("llama3_mha")
     with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=2) as rig:
-        want = bytes(range(256)) * (rig.pool(PoolName.KV).page_nbytes() // 256)
-        for victim in _store_victim(rig, want):
-            pristine = victim.read_bytes()
-            for offset in range(0, len(pristine), max(1, len(pristine) // 97)):
-                damaged = bytearray(pristine)
-                damaged[offset] ^= 0x01
-                victim.write_bytes(damaged)
-                rig.pool(PoolName.KV).fill(0)
-                if rig.get(PoolName.KV, ["victim"], [1]) == [True]:
-                    where = f"after flipping a bit at offset {offset} of {victim.relative_to(storage)}"
-                    rig.expect(PoolName.KV, 1, want, where)
-            victim.write_bytes(pristine)
+        _flips_never_read_back(rig)
+
+
+@pytest.mark.hicache_requires(
+    "stores_objects", "detects_corruption", reason="the suite must reach the stored objects"
+)
+def test_a_corrupted_object_in_a_bucket_never_reads_back_as_wrong_bytes(hicache_target: Target) -> None:
+    """Bit flips anywhere in an object in the bucket give False or the exact bytes, never garbage."""
+    geometry = load_geometry("llama3_mha")
+    with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=2) as rig:
+        _flips_never_read_back(rig)
 
 
 @pytest.mark.parametrize("misalign", [0, 64], ids=["aligned-base", "misaligned-base"])

@@ -32,6 +32,7 @@ from conformance.servers.s3server import (
     BUCKET_ENV,
     ENDPOINT_ENV,
     SERVERS,
+    BucketPrefix,
     ensure_endpoint,
     forget_prefix,
     server,
@@ -69,6 +70,11 @@ def _forget(storage: Path) -> None:
     forget_prefix(location_prefix(storage))
 
 
+def _bucket(storage: Path) -> BucketPrefix:
+    """The location's objects, which the damage properties shorten (``BackendSpec.bucket``)."""
+    return BucketPrefix(location_prefix(storage))
+
+
 def _session() -> Any:
     return ensure_endpoint()
 
@@ -86,6 +92,7 @@ SGLANG_SEAWEEDFS = BackendSpec(
         multiprocess=True,
         fills_restorable_prefix=False,
         shares_folder=True,  # every key carries the model name, and clear() deletes only its own prefix
+        stores_objects=True,
         io_modes={"s3": {"max_workers": 4}},
     ),
     version=VERSION,
@@ -95,4 +102,5 @@ SGLANG_SEAWEEDFS = BackendSpec(
     server=server,
     servers=SERVERS,
     forget=_forget,
+    bucket=_bucket,
 )

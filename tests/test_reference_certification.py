@@ -1,5 +1,6 @@
 """The reference backend certifies clean in every I/O mode: every property it claims passes, and it
-claims every one but the legacy generic calls (``generic_kv``). Both index paths are certified: the
+claims every one but the legacy generic calls (``generic_kv``) and the bucket twins of the damage
+properties (``stores_objects``: its file target stores files, which the file twins damage). Both index paths are certified: the
 native kernel (as the environment selects it: CI requires it) in buffered and O_DIRECT, the pure-Python
 path in O_DIRECT through io_uring, so that no extra whole-suite run is needed for the second path.
 

@@ -253,6 +253,13 @@ def _store_victim(rig: Rig, data: bytes) -> list[Victim]:
     return [_victim(rig, name) for name in written]
 
 
+@contextlib.contextmanager
+def _victim_rig(target: Target) -> Iterator[Rig]:
+    """A fresh location for a damage property: one KV page to store, one to read it back into."""
+    with target.storage() as storage, Rig(target, load_geometry("llama3_mha"), storage, page_num=2) as rig:
+        yield rig
+
+
 def _truncated_is_absent(rig: Rig, damage: str) -> None:
     written = _store_victim(rig, b"\x5a" * rig.pool(PoolName.KV).page_nbytes())
     for victim in written:
@@ -285,8 +292,7 @@ def _flips_never_read_back(rig: Rig) -> None:
 @pytest.mark.hicache_requires("stores_files", reason="the suite must reach the stored files")
 def test_a_truncated_object_is_neither_present_nor_readable(hicache_target: Target, damage: str) -> None:
     """A short or empty stored object is absent to exists and get (upstream counts 0-byte files)."""
-    geometry = load_geometry("llama3_mha")
-    with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=2) as rig:
+    with _victim_rig(hicache_target) as rig:
         _truncated_is_absent(rig, damage)
 
 
@@ -299,8 +305,7 @@ def test_a_truncated_object_in_a_bucket_is_neither_present_nor_readable(
 
     A GET returns what the object holds now, fewer bytes than were stored: a reader that staged
     anything in the bytes the GET leaves unwritten must not take them for the record."""
-    geometry = load_geometry("llama3_mha")
-    with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=2) as rig:
+    with _victim_rig(hicache_target) as rig:
         _truncated_is_absent(rig, damage)
 
 
@@ -309,8 +314,7 @@ def test_a_truncated_object_in_a_bucket_is_neither_present_nor_readable(
 )
 def test_a_corrupted_object_never_reads_back_as_wrong_bytes(hicache_target: Target) -> None:
     """Bit flips anywhere in a stored object give False or the exact bytes, never garbage."""
-    geometry = load_geometry("llama3_mha")
-    with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=2) as rig:
+    with _victim_rig(hicache_target) as rig:
         _flips_never_read_back(rig)
 
 
@@ -319,8 +323,7 @@ def test_a_corrupted_object_never_reads_back_as_wrong_bytes(hicache_target: Targ
 )
 def test_a_corrupted_object_in_a_bucket_never_reads_back_as_wrong_bytes(hicache_target: Target) -> None:
     """Bit flips anywhere in an object in the bucket give False or the exact bytes, never garbage."""
-    geometry = load_geometry("llama3_mha")
-    with hicache_target.storage() as storage, Rig(hicache_target, geometry, storage, page_num=2) as rig:
+    with _victim_rig(hicache_target) as rig:
         _flips_never_read_back(rig)
 
 

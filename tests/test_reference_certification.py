@@ -1,8 +1,9 @@
 """The reference backend certifies clean in every I/O mode: every property it claims passes, and it
 claims every one but the legacy generic calls (``generic_kv``) and the bucket twins of the damage
-properties (``stores_objects``: its file target stores files, which the file twins damage). Both index paths are certified: the
-native kernel (as the environment selects it: CI requires it) in buffered and O_DIRECT, the pure-Python
-path in O_DIRECT through io_uring, so that no extra whole-suite run is needed for the second path.
+properties (``stores_objects``: its file target stores files, which the file twins damage). Both
+index paths are certified: the native kernel (as the environment selects it: CI requires it) in
+buffered and O_DIRECT, the pure-Python path in O_DIRECT through io_uring, so that no extra
+whole-suite run is needed for the second path.
 
 It has no ``batch_set``/``batch_get``: SGLang drives it through v1/v2 (``"interface_v1": true``, which
 its SGLang entry requires at startup), so the legacy family is the only one not claimed.

@@ -241,18 +241,24 @@ class NixlObjBackend:
     def transfer(self, lane: Lane, op: str, items: list[Item]) -> bool:
         """One NIXL transfer of every item's object, each object registered under its name for it."""
         self.stage(lane, items, op == "WRITE")
-        agent = lane.agent
         for dev, item in enumerate(items):
             item.fd = dev
-        rows = [(0, 0, i.fd, self.object_name(i.digest, i.pool)) for i in items]
-        names = agent.register_memory(rows, "OBJ")
+        named = [(i.fd, self.object_name(i.digest, i.pool)) for i in items]
+        return self._move(lane, op, named, *object_rows(items))
+
+    def _move(
+        self, lane: Lane, op: str, named: list[tuple[int, str]], dram: np.ndarray, obj: np.ndarray
+    ) -> bool:
+        """One NIXL transfer between staging and objects, each object registered under its name, as
+        (device number, name), for this transfer alone."""
+        names = lane.agent.register_memory([(0, 0, dev, name) for dev, name in named], "OBJ")
         try:
-            with lane.post(op, *object_rows(items), self.REMOTE) as moving:
+            with lane.post(op, dram, obj, self.REMOTE) as moving:
                 return moving.wait()
         except Exception:  # NIXL raises its own binding errors for any I/O failure
             return False
         finally:
-            agent.deregister_memory(names)
+            lane.agent.deregister_memory(names)
 
     def receive(self, item: Item) -> bool:
         """Finish a fetched object: header and tail, the promised checksum, then scatter."""
@@ -308,21 +314,13 @@ class NixlObjBackend:
             def fetch(batch: list[_Tail]) -> bool:
                 for t in batch:  # the tail's complement: bytes a short GET leaves can never match it
                     ctypes.memmove(base + t.n * _TAIL.size, bytes(b ^ 0xFF for b in t.want), _TAIL.size)
-                rows = [(0, 0, t.n, self.object_name(digests[t.n], pool)) for t in batch]
-                try:
-                    names = lane.agent.register_memory(rows, "OBJ")
-                except Exception:  # an unreachable store answers nothing
+                named = [(t.n, self.object_name(digests[t.n], pool)) for t in batch]
+                dram = np.array([(base + t.n * _TAIL.size, _TAIL.size, 0) for t in batch], dtype=np.uint64)
+                obj = np.array([(size - _TAIL.size, _TAIL.size, t.n) for t in batch], dtype=np.uint64)
+                try:  # a short or missing object fails the GET; an unreachable store, the registration
+                    return self._move(lane, "READ", named, dram, obj)
+                except Exception:
                     return False
-                try:
-                    at = [base + t.n * _TAIL.size for t in batch]
-                    dram = np.array([(a, _TAIL.size, 0) for a in at], dtype=np.uint64)
-                    obj = np.array([(size - _TAIL.size, _TAIL.size, t.n) for t in batch], dtype=np.uint64)
-                    with lane.post("READ", dram, obj, self.REMOTE) as moving:
-                        return moving.wait()
-                except Exception:  # a missing or short object fails the GET: NIXL raises its own errors
-                    return False
-                finally:
-                    lane.agent.deregister_memory(names)
 
             found = all_or_each(
                 tails, fetch, lambda t: ctypes.string_at(base + t.n * _TAIL.size, _TAIL.size) == t.want

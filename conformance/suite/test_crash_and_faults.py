@@ -31,6 +31,7 @@ from conformance.doubles.side_pools import MultiRegionHostPool
 from conformance.harness.geometry import load_geometry
 from conformance.harness.rig import Rig, Target, byte_difference
 from conformance.harness.worker import Job, payload, reports, run_to_end
+from conformance.model.capabilities import BucketObjects
 from conformance.model.interface import PoolName
 
 KILL_FAMILY = "nemotron_h_mamba2"
@@ -218,11 +219,16 @@ class Victim(NamedTuple):
     write: Callable[[bytes], object]
 
 
-def _stored_states(rig: Rig) -> dict[str, Any]:
-    """Every stored file under the folder, or object under the location's prefix, with its state."""
+def _bucket(rig: Rig) -> BucketObjects | None:
+    """The location's objects where the backend stores objects the suite reaches; None: files."""
     bucket = rig.target.spec.bucket
-    if rig.target.caps.stores_objects and bucket is not None:
-        return dict(bucket(rig.storage).states())
+    return bucket(rig.storage) if rig.target.caps.stores_objects and bucket is not None else None
+
+
+def _stored_states(rig: Rig, objects: BucketObjects | None) -> dict[str, Any]:
+    """Every stored file under the folder, or object under the location's prefix, with its state."""
+    if objects is not None:
+        return dict(objects.states())
     states = {}
     for path in rig.storage.rglob("*"):
         if path.is_file():
@@ -231,10 +237,8 @@ def _stored_states(rig: Rig) -> dict[str, Any]:
     return states
 
 
-def _victim(rig: Rig, name: str) -> Victim:
-    bucket = rig.target.spec.bucket
-    if rig.target.caps.stores_objects and bucket is not None:
-        objects = bucket(rig.storage)
+def _victim(rig: Rig, objects: BucketObjects | None, name: str) -> Victim:
+    if objects is not None:
         return Victim(name, lambda: objects.read(name), lambda data: objects.write(name, data))
     path = rig.storage / name
     return Victim(name, path.read_bytes, path.write_bytes)
@@ -242,15 +246,16 @@ def _victim(rig: Rig, name: str) -> Victim:
 
 def _store_victim(rig: Rig, data: bytes) -> list[Victim]:
     """Store ``data`` under "victim"; the files or objects that write created or changed, which hold it."""
-    before = _stored_states(rig)
+    objects = _bucket(rig)
+    before = _stored_states(rig, objects)
     rig.put(PoolName.KV, 0, data)
     assert rig.set(PoolName.KV, ["victim"], [0]) == [True], "the victim entry was not stored"
-    after = _stored_states(rig)
+    after = _stored_states(rig, objects)
     written = sorted(name for name, state in after.items() if before.get(name) != state)
     assert written, (
         f"storing an entry changed nothing under {rig.storage}, though the backend says the suite reaches it"
     )
-    return [_victim(rig, name) for name in written]
+    return [_victim(rig, objects, name) for name in written]
 
 
 @contextlib.contextmanager

@@ -387,6 +387,8 @@ class Capacity:
         segment there was has freed nothing: what is left is pinned, and each victim's spared
         records, copied forward, would only make the next."""
         total = self.stored()
+        if total + need > self.room and self.log.finish_closing():  # deleted, not closed yet
+            total = self.stored()
         tried: set[Segment] = set()
         fruitless, patience = 0, len(self.log.segments()) + 1
         while total + need > self.room and fruitless <= patience:

@@ -111,6 +111,15 @@ def _zeros(count: int, kind: DTypeLike) -> np.ndarray:
     return np.frombuffer(mmap.mmap(-1, count * dtype.itemsize), dtype)
 
 
+def spare_records(count: int) -> np.ndarray:
+    """Room for ``count`` records in a map of its own, its pages faulted in now (``MAP_POPULATE``):
+    a thread makes it before it takes a lock to copy the index, so that the copy under the lock is
+    a plain memory copy (a page fault costs 3 us here: 36 ms of faults at a million records)."""
+    nbytes = max(count, 1) * np.dtype(RECORD).itemsize
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
+    return np.frombuffer(mmap.mmap(-1, nbytes, flags=flags), RECORD)
+
+
 def columns(records: np.ndarray, shapes: np.ndarray) -> dict[str, np.ndarray]:
     """Records as one array per field (views: saving writes them out without a copy of the
     whole), and the shapes: what a checkpoint saves."""
@@ -429,11 +438,14 @@ class Index:
         """Everything the index holds, as arrays a checkpoint saves."""
         return columns(*self.frozen())
 
-    def frozen(self) -> tuple[np.ndarray, np.ndarray]:
+    def frozen(self, spare: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """A copy of the records (one memory copy: the part a checkpoint of a running log makes
-        under its lock) and of the shapes; :func:`columns` turns them into what is saved."""
+        under its lock), into ``spare`` where it has room (:func:`spare_records`), and of the
+        shapes; :func:`columns` turns them into what is saved."""
         shapes = np.asarray(self._shapes, dtype=np.int64).reshape(-1, 2)
-        records = _zeros(self._n, RECORD)  # a map of its own: all of it goes back when dropped
+        # a map of its own either way: all of it goes back to the kernel when dropped
+        fits = spare is not None and len(spare) >= self._n
+        records = spare[: self._n] if spare is not None and fits else _zeros(self._n, RECORD)
         records[:] = self._recs[: self._n]
         return records, shapes
 

@@ -49,7 +49,8 @@ from typing import NamedTuple
 import numpy as np
 
 from reference_backend import checkpoint
-from reference_backend.index import Index, Record, columns
+from reference_backend.closer import Closer
+from reference_backend.index import Index, Record, columns, spare_records
 from reference_backend.record import BLOCK, UNIT, pad
 
 FOLDER = "segments"
@@ -364,6 +365,8 @@ class SegmentLog:
         self._held: dict[Segment, int] = {}
         """Bytes of those records."""
         self._graveyard: list[Segment] = []
+        self._closer = Closer()
+        """Closes buried segments' descriptors off the writer's thread."""
         self._writer: Segment | None = None
         self._listing: tuple[int, int, int, int] = (0, 0, 0, 0)
         """(folder inode, folder mtime, when we listed it by the wall clock and by the file
@@ -434,9 +437,25 @@ class SegmentLog:
         log's own unlocked I/O (the writer's) is not running."""
         with self._lock:
             for segment in [s for s in self._graveyard if s.holds <= 0]:
-                with contextlib.suppress(OSError):
-                    os.close(segment.fd)
+                self._closer.close(segment.fd, self._deleted_bytes(segment))
                 self._graveyard.remove(segment)
+
+    @staticmethod
+    def _deleted_bytes(segment: Segment) -> int:
+        """What a retired segment's file still takes on disk once we close it: all of it when the
+        file was deleted (its last close frees its blocks), nothing while it is still named."""
+        try:
+            st = os.fstat(segment.fd)
+        except OSError:
+            return 0
+        return st.st_size if st.st_nlink == 0 else 0
+
+    def finish_closing(self) -> bool:
+        """Close the deleted segments still being let go now; whether there were any."""
+        if not self._closer.pending:
+            return False
+        self._closer.flush()
+        return True
 
     def _alive(self, segment: Segment) -> int:
         """The segment's size, or -1 when its file is gone or replaced."""
@@ -853,8 +872,9 @@ class SegmentLog:
         return extent + BLOCK
 
     def tenant_bytes(self) -> int:
-        """Bytes of this tenant's segment files, whoever wrote them, and of its index checkpoint."""
-        total = 0
+        """Bytes of this tenant's segment files, whoever wrote them, and of its index checkpoint,
+        and of the deleted segments not closed yet (their blocks are not free until then)."""
+        total = self._closer.pending
         checkpoint_name = os.path.basename(self.checkpoint_path)
         with contextlib.suppress(OSError):
             for entry in os.scandir(self.folder):
@@ -1116,16 +1136,19 @@ class SegmentLog:
         return self._since_checkpoint >= max(self._checkpoint_every, len(self._index) // checkpoint.SHARE)
 
     def _checkpoint_in_background(self) -> None:
-        """Copy the index now (under the lock: the one part a call waits for) and write it on a
-        thread of its own, so a crash restarts from it and scans only what came after."""
-        snapshot = self._snapshot()
-        if snapshot is None:
-            return
-        thread = threading.Thread(
-            target=self._write_checkpoint, args=(snapshot,), name="hicache-checkpoint", daemon=True
-        )
+        """Checkpoint on a thread of its own, so a crash restarts from it and scans only what came
+        after. The commit that starts it pays nothing: the thread makes room for the copy first,
+        then copies the index under the lock (the one part a concurrent call can wait for)."""
+        self._since_checkpoint = 0
+        thread = threading.Thread(target=self._checkpoint_now, name="hicache-checkpoint", daemon=True)
         self._checkpointing = thread
         thread.start()
+
+    def _checkpoint_now(self) -> None:
+        spare = spare_records(len(self._index) + self._checkpoint_every)
+        snapshot = self._snapshot(spare)
+        if snapshot is not None:
+            self._write_checkpoint(snapshot)
 
     def wait_checkpoint(self) -> None:
         """Until the checkpoint being written (if any) is done: while it is, its copy of the
@@ -1135,7 +1158,7 @@ class SegmentLog:
             thread.join()
             self._checkpointing = None
 
-    def _snapshot(self) -> _Snapshot | None:
+    def _snapshot(self, spare: np.ndarray | None = None) -> _Snapshot | None:
         """What a checkpoint saves, copied (the records in one memory copy: the only part a call
         waits for), and the descriptors of our segments it names (synced before it is written, so
         it never names bytes a power loss could take back); None where it would not fit under the
@@ -1151,7 +1174,7 @@ class SegmentLog:
                 [(s.number, f, q) for s in segments for f, q in self._tombs.get(s, {}).items()],
                 dtype=checkpoint.TOMB,
             )
-            records, shapes = self._index.frozen()
+            records, shapes = self._index.frozen(spare)
             size = rows.nbytes + tombs.nbytes + records.nbytes + shapes.nbytes + (64 << 10)
             if self.cap and self.tenant_bytes() + size > self.cap:
                 with contextlib.suppress(OSError):
@@ -1273,6 +1296,7 @@ class SegmentLog:
     def close(self) -> None:
         """Seal our segment, checkpoint the index and close every descriptor; the caller
         guarantees that every holder has let go."""
+        self.wait_checkpoint()  # before the lock, which a checkpoint thread may be waiting for
         with self._lock:
             writer = self._writer
             if writer is not None and self._alive(writer) >= writer.scanned:
@@ -1285,6 +1309,7 @@ class SegmentLog:
             for segment in list(self._segments.values()):
                 self._retire(segment)
             self.bury()
+            self._closer.flush()
             self._index = Index()
             self._gone.clear()
             self._purging = []

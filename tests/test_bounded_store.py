@@ -14,9 +14,12 @@ import itertools
 import os
 import tempfile
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conformance.servers.folder_peak import held_after_deletion, stored_bytes
+from reference_backend import closer
 from reference_backend.capacity import TOMB_ROOM, Budget, Capacity
 from reference_backend.log import Layout, Segment, SegmentLog, Stamp
 from reference_backend.record import BLOCK
@@ -142,3 +145,48 @@ def test_an_eviction_outlives_the_segment_that_recorded_it() -> None:
         finally:
             for log in logs:
                 log.close()
+
+
+def test_deleted_segments_count_against_the_budget_until_they_are_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A deleted segment's blocks are free only once its descriptor is closed, which the log does
+    off the writer's thread, a slice at a time (:mod:`reference_backend.closer`). Slowed here to a
+    crawl, the closes lag every eviction: the bytes on disk, deleted files held open included, must
+    still stay within the budget, because the capacity counts them and closes them at once when
+    it needs their room."""
+    monkeypatch.setattr(closer, "SLICE", BLOCK)
+    monkeypatch.setattr(closer, "PAUSE", 0.05)
+    budget = Budget(limit=96 * BLOCK, high=1.0, low=0.9, pin_seconds=0)
+    with tempfile.TemporaryDirectory() as root:
+        log = SegmentLog(root, direct=False, fsync=False, segment_bytes=12 * BLOCK, tenant="ab")
+        capacity = Capacity(log, budget)
+        flushed = 0
+        original = log.finish_closing
+
+        def finish_closing() -> bool:
+            nonlocal flushed
+            done = original()
+            flushed += done
+            return done
+
+        monkeypatch.setattr(log, "finish_closing", finish_closing)
+        try:
+            for round_ in range(3 * 96 // 2):
+                log.bury()  # as a backend's write does first
+                stamps = [Stamp(digest(2 * round_ + k, 0), 1, None) for k in range(2)]
+                layout = Layout.of([[BLOCK] * len(stamps)])
+                extent = capacity.reserve(layout)
+                assert extent is not None, f"refused at round {round_}, though eviction could make room"
+                for at, length in zip(layout.offsets, layout.sizes, strict=True):
+                    os.pwrite(extent.fd, b"\x5a" * length, extent.start + at)
+                assert log.commit(extent, stamps)
+                on_disk = stored_bytes(root) + held_after_deletion(root)
+                assert on_disk <= budget.limit, (
+                    f"{on_disk} bytes on disk after round {round_}, budget {budget.limit} "
+                    f"({held_after_deletion(root)} in deleted files still open)"
+                )
+        finally:
+            log.close()
+        assert flushed, "the closes never lagged an eviction: the test did not test"
+        assert not held_after_deletion(root)

@@ -46,8 +46,13 @@ class Closer:
 
     def close(self, fd: int, nbytes: int) -> None:
         """Close ``fd`` (a deleted file of ``nbytes``) soon; the caller has forgotten it: its number
-        may be reused once closed."""
+        may be reused once closed. One slice or less (a small segment, or a file still named,
+        whose close frees nothing) is closed at once: the thread would cost it more than it saves."""
         with self._cond:
+            if nbytes <= SLICE and not self._queue:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+                return
             self._queue.append((fd, nbytes))
             self._pending += nbytes
             self._working()

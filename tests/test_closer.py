@@ -46,9 +46,9 @@ def test_a_deleted_file_counts_as_pending_until_its_descriptor_is_closed(
 def test_the_closing_thread_ends_once_nothing_is_left(tmp_path: Path) -> None:
     """A thread per log that never ended would pile up in a process that opens many stores."""
     closing = Closer()
-    fds = [deleted_file(tmp_path, 3 << 20) for _ in range(3)]
+    fds = [deleted_file(tmp_path, 6 << 20) for _ in range(3)]
     for fd in fds:
-        closing.close(fd, 3 << 20)
+        closing.close(fd, 6 << 20)
     thread = closing._thread
     assert thread is not None
     thread.join(timeout=30)
@@ -56,3 +56,14 @@ def test_the_closing_thread_ends_once_nothing_is_left(tmp_path: Path) -> None:
     assert closing.pending == 0
     assert not any(still_open(fd, tmp_path) for fd in fds)
     closing.flush()  # nothing left: returns at once
+
+
+def test_a_file_of_one_slice_or_less_is_closed_at_once(tmp_path: Path) -> None:
+    """A small segment (a small budget's) costs its close less than a thread's hand-off: a store
+    that evicts on every write must not wait on the thread for each."""
+    closing = Closer()
+    fd = deleted_file(tmp_path, closer.SLICE)
+    closing.close(fd, closer.SLICE)
+    assert not still_open(fd, tmp_path)
+    assert closing.pending == 0
+    assert closing._thread is None

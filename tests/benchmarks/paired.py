@@ -71,7 +71,10 @@ def write_back(paths: Sequence[str]) -> None:
     cache flushing in the background would batch).
     """
     for path in paths:
-        fd = os.open(path, os.O_RDONLY)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:  # renamed or deleted since it was listed (a checkpoint's temporary)
+            continue
         try:
             if _LIBC.sync_file_range(fd, 0, 0, WRITEBACK):
                 raise OSError(ctypes.get_errno(), f"sync_file_range {path}")

@@ -156,6 +156,7 @@ def test_deleted_segments_count_against_the_budget_until_they_are_closed(
     still stay within the budget, because the capacity counts them and closes them at once when
     it needs their room."""
     monkeypatch.setattr(closer, "SLICE", BLOCK)
+    monkeypatch.setattr(closer, "AT_ONCE", BLOCK)
     monkeypatch.setattr(closer, "PAUSE", 0.05)
     budget = Budget(limit=96 * BLOCK, high=1.0, low=0.9, pin_seconds=0)
     with tempfile.TemporaryDirectory() as root:

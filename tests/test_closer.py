@@ -32,6 +32,7 @@ def test_a_deleted_file_counts_as_pending_until_its_descriptor_is_closed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(closer, "SLICE", 4096)
+    monkeypatch.setattr(closer, "AT_ONCE", 4096)
     monkeypatch.setattr(closer, "PAUSE", 0.5)  # a crawl: the file is still open when looked at
     closing = Closer()
     fd = deleted_file(tmp_path, 64 * 4096)
@@ -46,9 +47,9 @@ def test_a_deleted_file_counts_as_pending_until_its_descriptor_is_closed(
 def test_the_closing_thread_ends_once_nothing_is_left(tmp_path: Path) -> None:
     """A thread per log that never ended would pile up in a process that opens many stores."""
     closing = Closer()
-    fds = [deleted_file(tmp_path, 6 << 20) for _ in range(3)]
+    fds = [deleted_file(tmp_path, 20 << 20) for _ in range(3)]
     for fd in fds:
-        closing.close(fd, 6 << 20)
+        closing.close(fd, 20 << 20)
     thread = closing._thread
     assert thread is not None
     thread.join(timeout=30)
@@ -58,12 +59,12 @@ def test_the_closing_thread_ends_once_nothing_is_left(tmp_path: Path) -> None:
     closing.flush()  # nothing left: returns at once
 
 
-def test_a_file_of_one_slice_or_less_is_closed_at_once(tmp_path: Path) -> None:
+def test_a_small_file_is_closed_at_once(tmp_path: Path) -> None:
     """A small segment (a small budget's) costs its close less than a thread's hand-off: a store
     that evicts on every write must not wait on the thread for each."""
     closing = Closer()
-    fd = deleted_file(tmp_path, closer.SLICE)
-    closing.close(fd, closer.SLICE)
+    fd = deleted_file(tmp_path, closer.AT_ONCE)
+    closing.close(fd, closer.AT_ONCE)
     assert not still_open(fd, tmp_path)
     assert closing.pending == 0
     assert closing._thread is None

@@ -24,13 +24,14 @@ checkpoint) is vectorized numpy in both.
 from __future__ import annotations
 
 import mmap
-import os
 import struct
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import DTypeLike
+
+from reference_backend.native import chosen
 
 FIELDS: tuple[tuple[str, str], ...] = (
     ("family", "<u8"),
@@ -67,19 +68,8 @@ else:
 
 
 def _use_native(native: bool | None) -> bool:
-    """Whether an index takes the native implementation: ``native`` when given, else as
-    ``HICACHE_NATIVE`` says (``0`` never, ``1`` always), else when it imported. Requiring it
-    where it did not import is an ImportError, not a silent fallback."""
-    if native is None:
-        setting = os.environ.get("HICACHE_NATIVE", "")
-        if setting not in ("", "0", "1"):
-            raise ValueError(f"HICACHE_NATIVE={setting!r}: 0 (pure Python) or 1 (native, required)")
-        if not setting:
-            return not _NATIVE_MISSING
-        native = setting == "1"
-    if native and _NATIVE_MISSING:
-        raise ImportError(f"the native index is required but did not import: {_NATIVE_MISSING}")
-    return native
+    """Whether an index takes the native implementation (:func:`reference_backend.native.chosen`)."""
+    return chosen(native, _NATIVE_MISSING, "the native index")
 
 
 def _home(family: int, rest: int, mask: int) -> int:

@@ -15,6 +15,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from reference_backend.interface import HiCacheStorageConfig, PoolName, shard
+from reference_backend.native import chosen
+
+try:
+    from reference_backend import _naming_native
+except ImportError as missing:  # built at install only where a compiler was found
+    _NATIVE_MISSING = str(missing)
+else:
+    _NATIVE_MISSING = ""
 
 
 def spell(*fields: str) -> bytes:
@@ -46,11 +54,16 @@ def tenant_name(tenant: str) -> str:
     return hashlib.blake2b(spell("tenant", tenant), digest_size=8).hexdigest()
 
 
+def _key(*fields: str) -> bytes:
+    """The 32-byte BLAKE2b key of a scope (a model, or a model's shard and pool)."""
+    return hashlib.blake2b(spell(*fields), digest_size=32).digest()
+
+
 @functools.lru_cache(maxsize=256)
 def _hasher(*fields: str) -> Any:
-    """A BLAKE2b state keyed by ``fields`` (a model, or a model's shard and pool): keyed once,
-    copied per key, which costs a fifth of keying it again. Bounded by the pools a store serves."""
-    return hashlib.blake2b(key=hashlib.blake2b(spell(*fields), digest_size=32).digest(), digest_size=8)
+    """A BLAKE2b state keyed by ``fields``: keyed once, copied per key, which costs a fifth of
+    keying it again. Bounded by the pools a store serves."""
+    return hashlib.blake2b(key=_key(*fields), digest_size=8)
 
 
 def _keyed(state: Any, key: str) -> bytes:
@@ -76,13 +89,17 @@ def entry_digest(scope: Scope, pool: PoolName | str, key: str) -> bytes:
 
 class Digester:
     """``entry_digest`` of one scope and pool, its two keyed states looked up once: what a batch
-    planner holds per registered pool, so a key costs two copies and two updates, not the lookups."""
+    planner holds per registered pool, so a key costs two copies and two updates, not the lookups.
+    ``many`` names a batch's keys in C++ where the kernel is chosen (0.26 us a key against 0.7)."""
 
-    __slots__ = ("entry", "family")
+    __slots__ = ("entry", "family", "keys", "native")
 
-    def __init__(self, scope: Scope, pool: PoolName | str) -> None:
-        self.family = _hasher("family", scope.model)
-        self.entry = _hasher("entry", scope.model, scope.shard, str(pool))
+    def __init__(self, scope: Scope, pool: PoolName | str, native: bool | None = None) -> None:
+        fields = (("family", scope.model), ("entry", scope.model, scope.shard, str(pool)))
+        self.family, self.entry = (_hasher(*f) for f in fields)
+        self.keys = (_key(*fields[0]), _key(*fields[1]))
+        """The two hashes' keys, which the kernel is given."""
+        self.native = chosen(native, _NATIVE_MISSING, "the native naming kernel")
 
     def __call__(self, key: str) -> bytes:
         raw = key.encode("utf-8", "surrogatepass")
@@ -91,3 +108,9 @@ class Digester:
         entry.update(raw)
         digest: bytes = family.digest() + entry.digest()
         return digest
+
+    def many(self, keys: list[str]) -> list[bytes]:
+        """Each key's digest, as ``__call__`` makes it."""
+        if self.native:
+            return _naming_native.digests(self.keys[0], self.keys[1], keys)
+        return [self(k) for k in keys]

@@ -108,7 +108,8 @@ class BatchPlanner:
         starts = request_starts(keys, host_indices, pool.span, pool.slots)
         if starts is None:
             return None
-        return [Item(pool, key, start, self.digest(name, key)) for key, start in zip(keys, starts)]
+        digests = self.digesters[name].many(keys)
+        return [Item(pool, key, start, digest) for key, start, digest in zip(keys, starts, digests)]
 
     def v1(self, keys: Any, host_indices: Any, extra_info: Any, run: Run) -> list[bool]:
         """A KV-only batch."""
@@ -147,11 +148,11 @@ class BatchPlanner:
         keys = list(keys)
         if pool is None or self.closed:
             return [False for _ in keys]
-        digest = self.digesters[name]
+        digester = self.digesters[name]
         named = [isinstance(k, str) for k in keys]
         if False not in named:
-            return stored(pool, [digest(k) for k in keys])
-        found = iter(stored(pool, [digest(k) for k, ok in zip(keys, named) if ok]))
+            return stored(pool, digester.many(keys))
+        found = iter(stored(pool, digester.many([k for k, ok in zip(keys, named) if ok])))
         return [ok and next(found) for ok in named]
 
     def close(self) -> None:

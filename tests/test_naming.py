@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from conformance.model.interface import HiCacheStorageConfig, PoolName
-from reference_backend.naming import Digester, entry_digest, family_digest, scope_for, spell
+from reference_backend import naming
+from reference_backend.naming import Digester, Scope, entry_digest, family_digest, scope_for, spell
 
 texts = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=40)
 
@@ -66,3 +70,40 @@ def test_a_pools_digester_names_every_key_as_entry_digest_does(
     for key in [*keys, *keys]:
         assert digester(key) == entry_digest(scope, pool, key)
         assert digester(key)[:8] == family_digest(model, key)
+
+
+needs_kernel = pytest.mark.skipif(
+    bool(naming._NATIVE_MISSING), reason=f"the naming kernel was not built: {naming._NATIVE_MISSING}"
+)
+any_texts = st.text(st.characters(codec="utf-8", exclude_categories=[]), max_size=300)
+"""Keys as a caller may pass them, lone surrogates included (named as ``surrogatepass`` spells them)."""
+
+
+@pytest.mark.skipif(
+    bool(naming._NATIVE_MISSING), reason=f"the naming kernel was not built: {naming._NATIVE_MISSING}"
+)
+@given(model=texts, shard=texts, pool=texts, keys=st.lists(st.text(max_size=300) | any_texts, max_size=20))
+def test_the_naming_kernel_names_every_key_as_the_python_path_does(
+    model: str, shard: str, pool: str, keys: list[str]
+) -> None:
+    """The C++ kernel (BLAKE2b written from its specification) and hashlib agree byte for byte: a
+    store one path wrote reads back under the other."""
+    scope = Scope(model, shard)
+    native, python = Digester(scope, pool, native=True), Digester(scope, pool, native=False)
+    assert native.many(keys) == python.many(keys) == [entry_digest(scope, pool, k) for k in keys]
+
+
+@pytest.mark.skipif(
+    bool(naming._NATIVE_MISSING), reason=f"the naming kernel was not built: {naming._NATIVE_MISSING}"
+)
+def test_the_naming_kernel_refuses_a_key_that_is_no_string() -> None:
+    with pytest.raises(TypeError, match="a key is a str"):
+        Digester(Scope("m", "s"), "kv", native=True).many([b"raw"])  # type: ignore[list-item]
+
+
+def test_the_naming_kernel_is_built_wherever_it_is_required() -> None:
+    """As the index's: CI requires the kernels (``HICACHE_NATIVE=1``), so a build that failed
+    quietly fails here instead of certifying the pure-Python path twice."""
+    if os.environ.get("HICACHE_NATIVE") == "1":
+        assert not naming._NATIVE_MISSING, naming._NATIVE_MISSING
+        assert Digester(Scope("m", "s"), "kv").native

@@ -34,7 +34,7 @@ constexpr std::array<std::uint64_t, 8> kIv = {
     0x510E527FADE682D1ULL, 0x9B05688C2B3E6C1FULL, 0x1F83D9ABFB41BD6BULL, 0x5BE0CD19137E2179ULL,
 };
 
-constexpr std::uint8_t kSigma[12][16] = {
+constexpr std::uint8_t kSigma[10][16] = {
     {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
     {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
     {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
@@ -45,9 +45,8 @@ constexpr std::uint8_t kSigma[12][16] = {
     {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
     {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
     {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
-    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
-    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
 };
+constexpr int kRounds = 12;  // rounds 10 and 11 take the permutations of rounds 0 and 1 again
 
 using State = std::array<std::uint64_t, 8>;
 
@@ -75,7 +74,8 @@ void compress(State& h, const std::uint8_t* block, std::uint64_t counted, bool l
     }
     v[12] ^= counted;  // the counter's high word stays 0: no key of 2^64 bytes
     if (last) v[14] = ~v[14];
-    for (const auto& s : kSigma) {
+    for (int round = 0; round < kRounds; ++round) {
+        const std::uint8_t* s = kSigma[round % 10];
         mix(v, 0, 4, 8, 12, m[s[0]], m[s[1]]);
         mix(v, 1, 5, 9, 13, m[s[2]], m[s[3]]);
         mix(v, 2, 6, 10, 14, m[s[4]], m[s[5]]);

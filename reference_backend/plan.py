@@ -96,9 +96,12 @@ class BatchPlanner:
     def transfer_mode(self, name: str) -> str:
         return "zero_copy" if self.pools[name].zero_copy else "staged"
 
+    def digests(self, name: str, keys: list[str]) -> list[bytes]:
+        """The 16 bytes that name each key's entry of pool ``name``."""
+        return self.digesters[name].many(keys)
+
     def digest(self, name: str, key: str) -> bytes:
-        """The 16 bytes that name an entry."""
-        return self.digesters[name](key)
+        return self.digests(name, [key])[0]
 
     def plan(self, name: str, keys: Any, host_indices: Any) -> list[Item] | None:
         """The pages of one pool's request, or None when it is malformed or the pool unknown."""
@@ -108,7 +111,7 @@ class BatchPlanner:
         starts = request_starts(keys, host_indices, pool.span, pool.slots)
         if starts is None:
             return None
-        digests = self.digesters[name].many(keys)
+        digests = self.digests(name, keys)
         return [Item(pool, key, start, digest) for key, start, digest in zip(keys, starts, digests)]
 
     def v1(self, keys: Any, host_indices: Any, extra_info: Any, run: Run) -> list[bool]:
@@ -148,11 +151,10 @@ class BatchPlanner:
         keys = list(keys)
         if pool is None or self.closed:
             return [False for _ in keys]
-        digester = self.digesters[name]
         named = [isinstance(k, str) for k in keys]
         if False not in named:
-            return stored(pool, digester.many(keys))
-        found = iter(stored(pool, digester.many([k for k, ok in zip(keys, named) if ok])))
+            return stored(pool, self.digests(name, keys))
+        found = iter(stored(pool, self.digests(name, [k for k, ok in zip(keys, named) if ok])))
         return [ok and next(found) for ok in named]
 
     def close(self) -> None:

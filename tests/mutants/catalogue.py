@@ -84,8 +84,8 @@ class SharedStaging(NixlBackend):
 
 
 class _PoolBlindNames(BatchPlanner):
-    def digest(self, name: str, key: str) -> bytes:
-        return super().digest(str(PoolName.KV), key)
+    def digests(self, name: str, keys: list[str]) -> list[bytes]:
+        return super().digests(str(PoolName.KV), keys)
 
 
 class _RankBlindNames(BatchPlanner):

@@ -345,7 +345,7 @@ class NixlBackend:
         if self.capacity:
             at = time.time_ns()
             if prefix and self.capacity.counts_prefix and KV in self.planner.scopes:
-                self.capacity.touch([self.digest(KV, k) for k in prefix if isinstance(k, str)], at)
+                self.capacity.touch(self.planner.digests(KV, [k for k in prefix if isinstance(k, str)]), at)
             self.capacity.touch([i.digest for i in items if done.get(id(i))], at)
         return done
 
@@ -383,7 +383,7 @@ class NixlBackend:
         with self.log.one_look():
             run = hits.leading_run(self._present(KV, keys))
         if self.capacity and run:
-            self.capacity.pin([self.digest(KV, k)[:8] for k in keys[:run]])
+            self.capacity.pin([d[:8] for d in self.planner.digests(KV, keys[:run])])
         return run
 
     def batch_exists_v2(

@@ -433,9 +433,9 @@ class Index:
         under its lock), into ``spare`` where it has room (:func:`spare_records`), and of the
         shapes; :func:`columns` turns them into what is saved."""
         shapes = np.asarray(self._shapes, dtype=np.int64).reshape(-1, 2)
-        # a map of its own either way: all of it goes back to the kernel when dropped
-        fits = spare is not None and len(spare) >= self._n
-        records = spare[: self._n] if spare is not None and fits else _zeros(self._n, RECORD)
+        if spare is None or len(spare) < self._n:
+            spare = _zeros(self._n, RECORD)  # a map of its own either way: all goes back when dropped
+        records = spare[: self._n]
         records[:] = self._recs[: self._n]
         return records, shapes
 

@@ -1139,7 +1139,6 @@ class SegmentLog:
         """Checkpoint on a thread of its own, so a crash restarts from it and scans only what came
         after. The commit that starts it pays nothing: the thread makes room for the copy first,
         then copies the index under the lock (the one part a concurrent call can wait for)."""
-        self._since_checkpoint = 0
         thread = threading.Thread(target=self._checkpoint_now, name="hicache-checkpoint", daemon=True)
         self._checkpointing = thread
         thread.start()
